@@ -1,0 +1,1 @@
+//! Canonical DAG-CBOR.

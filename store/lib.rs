@@ -1,0 +1,4 @@
+//! seed-agents-store: the state store of a Seed Agents server.
+
+pub mod cbor;
+pub mod payload;
