@@ -1,0 +1,344 @@
+//! Loads schema.sql and migrations/, replays both in SQLite and checks that they agree.
+//!
+//! The invariant kept here: a [`Project`] exists only when the baseline equals genesis plus every
+//! migration, every migration is numbered without gaps, and every locked migration is unchanged.
+
+use crate::annotations::{self, Annotations};
+use crate::diff::{self, Difference};
+use crate::error::{Error, Result};
+use crate::introspect::introspect;
+use crate::lock;
+use crate::model::Schema;
+use crate::sql;
+use rusqlite::Connection;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// One migration file (`0000_genesis.sql` is version 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Migration {
+    /// The version this migration brings a database to.
+    pub version: u32,
+    /// The file stem, e.g. `0024_signer_capability`.
+    pub name: String,
+    /// The file.
+    pub path: PathBuf,
+    /// The SQL as written.
+    pub sql: String,
+    /// The SQL without comments and with single spaces: what the lock hashes.
+    pub normalized: String,
+}
+
+/// When an object appeared and when a migration last changed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Touch {
+    /// The version that created it.
+    pub introduced: u32,
+    /// The last version that changed its definition.
+    pub changed: u32,
+}
+
+/// Per-object history across versions 0..=N.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Provenance {
+    /// Tables by name.
+    pub tables: BTreeMap<String, Touch>,
+    /// Columns by (table, column).
+    pub columns: BTreeMap<(String, String), Touch>,
+    /// Indexes by (table, index).
+    pub indexes: BTreeMap<(String, String), Touch>,
+}
+
+/// Everything codegen knows about a schema directory, checked for parity.
+#[derive(Debug, Clone)]
+pub struct Project {
+    /// The directory holding schema.sql and migrations/.
+    pub root: PathBuf,
+    /// Path of schema.sql.
+    pub schema_path: PathBuf,
+    /// schema.sql as written.
+    pub schema_sql: String,
+    /// Genesis first, then 1..=N.
+    pub migrations: Vec<Migration>,
+    /// The structure at every version 0..=N.
+    pub versions: Vec<Schema>,
+    /// The structure of a fresh install from schema.sql (equal to `versions[N]`, with schema.sql's
+    /// column order).
+    pub fresh: Schema,
+    /// Where each object came from.
+    pub provenance: Provenance,
+    /// Doc comments and annotations of schema.sql.
+    pub annotations: Annotations,
+    /// Things worth saying that do not fail the build (an unlocked new migration).
+    pub warnings: Vec<String>,
+}
+
+impl Project {
+    /// Reads, replays and checks `root/schema.sql` and `root/migrations/`.
+    ///
+    /// # Errors
+    /// Any unreadable file, bad migration name or numbering, SQL that SQLite rejects, an edited
+    /// shipped migration, a structural difference between the baseline and the migrations, or a
+    /// bad annotation.
+    pub fn load(root: impl AsRef<Path>) -> Result<Project> {
+        let root = root.as_ref().to_path_buf();
+        let schema_path = root.join("schema.sql");
+        let schema_sql = read(&schema_path)?;
+        let migrations = read_migrations(&root.join("migrations"))?;
+
+        let mut warnings = Vec::new();
+        let lock_path = root.join("migrations").join(lock::LOCK_FILE);
+        let lock_text = match fs::read_to_string(&lock_path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(source) => {
+                return Err(Error::Io {
+                    path: lock_path,
+                    source,
+                })
+            }
+        };
+        if let Err(e) = lock::check(&lock_path, &lock_text, &migrations) {
+            match &e {
+                Error::Lock { message, .. } if message.contains("is not locked yet") => {
+                    warnings.push(e.to_string())
+                }
+                _ => return Err(e),
+            }
+        }
+
+        let fresh = replay_fresh(&schema_path, &schema_sql)?;
+        let versions = replay_versions(&migrations)?;
+        let provenance = provenance(&versions);
+        let latest = versions.last().expect("genesis always exists");
+        let diffs = diff::diff(&fresh, latest);
+        if !diffs.is_empty() {
+            let version = migrations.len() - 1;
+            let report = diff::render(
+                &diffs,
+                "schema.sql",
+                &format!("migrations (version {version})"),
+                |d| Some(blame(d, &provenance, &migrations)),
+            );
+            return Err(Error::Drift { report });
+        }
+        let annotations = annotations::parse(&schema_path, &schema_sql, &fresh)?;
+        Ok(Project {
+            root,
+            schema_path,
+            schema_sql,
+            migrations,
+            versions,
+            fresh,
+            provenance,
+            annotations,
+            warnings,
+        })
+    }
+
+    /// The newest version: the number of the last migration.
+    pub fn latest_version(&self) -> u32 {
+        self.migrations.last().map_or(0, |m| m.version)
+    }
+
+    /// Every file the output depends on (for `cargo:rerun-if-changed`).
+    pub fn inputs(&self) -> Vec<PathBuf> {
+        let mut v = vec![self.schema_path.clone(), self.root.join("migrations")];
+        v.push(self.root.join("migrations").join(lock::LOCK_FILE));
+        v.extend(self.migrations.iter().map(|m| m.path.clone()));
+        v
+    }
+}
+
+/// "last touched by migrations/NNNN_x.sql" (or why no migration did) for one difference.
+fn blame(d: &Difference, p: &Provenance, migrations: &[Migration]) -> String {
+    let file = |v: u32| format!("migrations/{}.sql", migrations[v as usize].name);
+    let table = p.tables.get(&d.table);
+    if let Some(col) = &d.column {
+        if let Some(t) = p.columns.get(&(d.table.clone(), col.clone())) {
+            return format!("column last touched by {}", file(t.changed));
+        }
+        return match table {
+            Some(t) => format!(
+                "no migration adds this column; table {} last touched by {}",
+                d.table,
+                file(t.changed)
+            ),
+            None => format!("no migration creates table {}", d.table),
+        };
+    }
+    if let Some(obj) = d.object.as_deref().and_then(|o| o.strip_prefix("index ")) {
+        if let Some(t) = p.indexes.get(&(d.table.clone(), obj.to_string())) {
+            return format!("index last touched by {}", file(t.changed));
+        }
+        return format!(
+            "no migration creates this index{}",
+            table
+                .map(|t| format!("; table {} last touched by {}", d.table, file(t.changed)))
+                .unwrap_or_default()
+        );
+    }
+    match table {
+        Some(t) => format!("table last touched by {}", file(t.changed)),
+        None => format!("no migration creates table {}", d.table),
+    }
+}
+
+fn read(path: &Path) -> Result<String> {
+    fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Reads `dir/*.sql` as migrations: `NNNN_slug.sql`, numbered 0, 1, 2, ... without gaps.
+pub fn read_migrations(dir: &Path) -> Result<Vec<Migration>> {
+    let entries = fs::read_dir(dir).map_err(|source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|source| Error::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("sql") {
+            continue;
+        }
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_string();
+        let version = parse_name(&stem).ok_or_else(|| Error::BadMigrationName { path: path.clone() })?;
+        found.push((version, stem, path));
+    }
+    found.sort();
+    let mut out = Vec::with_capacity(found.len());
+    for (i, (version, name, path)) in found.into_iter().enumerate() {
+        let expected = i as u32;
+        if version != expected {
+            let message = if version < expected {
+                format!("{name}.sql repeats version {version}")
+            } else if expected == 0 {
+                format!("there is no genesis (0000_genesis.sql); the first file is {name}.sql")
+            } else {
+                format!("version {expected} is missing: the file after {} is {name}.sql", out.last().map_or(String::new(), |m: &Migration| format!("{}.sql", m.name)))
+            };
+            return Err(Error::Numbering { message });
+        }
+        let sql = read(&path)?;
+        let normalized = sql::normalize(&sql).map_err(|e| Error::Lex {
+            path: path.clone(),
+            line: e.line,
+            what: e.what,
+        })?;
+        out.push(Migration {
+            version,
+            name,
+            path,
+            sql,
+            normalized,
+        });
+    }
+    if out.is_empty() {
+        return Err(Error::Numbering {
+            message: format!("{} holds no migrations; it needs at least 0000_genesis.sql", dir.display()),
+        });
+    }
+    Ok(out)
+}
+
+fn parse_name(stem: &str) -> Option<u32> {
+    let (num, slug) = stem.split_once('_')?;
+    let ok = num.len() == 4
+        && num.bytes().all(|b| b.is_ascii_digit())
+        && !slug.is_empty()
+        && slug
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    ok.then(|| num.parse().ok()).flatten()
+}
+
+/// Runs `sql` statement by statement so a failure names its file, line and statement.
+pub fn execute_file(conn: &Connection, path: &Path, sql_text: &str) -> Result<()> {
+    let stmts = sql::statements(sql_text).map_err(|e| Error::Lex {
+        path: path.to_path_buf(),
+        line: e.line,
+        what: e.what,
+    })?;
+    for s in stmts {
+        conn.execute_batch(s.text).map_err(|e| Error::Sql {
+            path: path.to_path_buf(),
+            line: s.line,
+            statement: s.text.to_string(),
+            message: e.to_string(),
+        })?;
+    }
+    Ok(())
+}
+
+fn memory() -> Result<Connection> {
+    Connection::open_in_memory().map_err(|source| Error::Introspect {
+        what: "an in-memory database".into(),
+        source,
+    })
+}
+
+fn model(conn: &Connection, what: impl Fn() -> String) -> Result<Schema> {
+    introspect(conn).map_err(|source| Error::Introspect {
+        what: what(),
+        source,
+    })
+}
+
+fn replay_fresh(path: &Path, sql_text: &str) -> Result<Schema> {
+    let conn = memory()?;
+    execute_file(&conn, path, sql_text)?;
+    model(&conn, || "schema.sql".into())
+}
+
+fn replay_versions(migrations: &[Migration]) -> Result<Vec<Schema>> {
+    let conn = memory()?;
+    let mut versions = Vec::with_capacity(migrations.len());
+    for m in migrations {
+        execute_file(&conn, &m.path, &m.sql)?;
+        versions.push(model(&conn, || format!("migrations at version {}", m.version))?);
+    }
+    Ok(versions)
+}
+
+fn provenance(versions: &[Schema]) -> Provenance {
+    let mut p = Provenance::default();
+    let empty = Schema::default();
+    for (v, schema) in versions.iter().enumerate() {
+        let v = v as u32;
+        let prev = if v == 0 { &empty } else { &versions[v as usize - 1] };
+        for (name, table) in &schema.tables {
+            let before = prev.tables.get(name);
+            touch(&mut p.tables, name.clone(), v, before.is_none(), before != Some(table));
+            for (cname, col) in &table.columns {
+                let b = before.and_then(|t| t.columns.get(cname));
+                touch(&mut p.columns, (name.clone(), cname.clone()), v, b.is_none(), b != Some(col));
+            }
+            for (iname, idx) in &table.indexes {
+                let b = before.and_then(|t| t.indexes.get(iname));
+                touch(&mut p.indexes, (name.clone(), iname.clone()), v, b.is_none(), b != Some(idx));
+            }
+        }
+    }
+    p
+}
+
+fn touch<K: Ord>(map: &mut BTreeMap<K, Touch>, key: K, v: u32, new: bool, changed: bool) {
+    if new {
+        map.insert(key, Touch { introduced: v, changed: v });
+    } else if changed {
+        if let Some(t) = map.get_mut(&key) {
+            t.changed = v;
+        }
+    }
+}
