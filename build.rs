@@ -1,1 +1,10 @@
-fn main(){}
+//! Checks schema.sql against genesis + migrations in SQLite and generates the typed schema module
+//! into `OUT_DIR`. Any drift fails the build with a report naming the object and the migration.
+
+fn main() {
+    let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    if let Err(e) = seed_agents_codegen::Builder::new(root).run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,4 +1,56 @@
-//! seed-agents-store: the state store of a Seed Agents server.
+//! seed-agents-store: the complete state store of a Seed Agents server in one SQLite file.
+//!
+//! `schema.sql` is the fresh-install baseline and `migrations/` the history from genesis; the
+//! build replays both in SQLite, fails on any drift, and generates [`schema`]: typed rows,
+//! sea-query column identifiers and query helpers for every table. [`Store::open`] gates the file
+//! (refusing unknown, newer or structurally different databases), migrates it and configures it.
+//!
+//! ```
+//! use seed_agents_store::{schema::accounts, Store};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let store = Store::open(dir.path().join("agents.sqlite"))?;
+//! accounts::insert(store.conn(), &accounts::Row {
+//!     id: "acct-1".into(),
+//!     created_at: 1_764_000_000_000,
+//!     updated_at: 1_764_000_000_000,
+//! })?;
+//! let row = accounts::get(store.conn(), "acct-1")?.expect("just inserted");
+//! assert_eq!(row.created_at, 1_764_000_000_000);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod cbor;
+mod error;
+pub mod gate;
+pub mod migrate;
+mod open;
 pub mod payload;
+
+pub use error::{Error, Refusal, Result};
+pub use migrate::{Migration, Outcome};
+pub use open::{resolve_path, status, Status, Store, Verdict, DB_PATH_ENV, DEFAULT_DB_PATH};
+
+/// Generated from schema.sql and migrations/ at build time: one module per table with its row
+/// struct, enums, sea-query identifiers and query helpers, plus the version, the migrations and
+/// the structural fingerprint of every version.
+#[allow(
+    missing_docs,
+    clippy::all,
+    clippy::too_many_arguments,
+    clippy::needless_lifetimes
+)]
+pub mod schema {
+    include!(concat!(env!("OUT_DIR"), "/schema.rs"));
+}
+
+/// What generated code reaches the runtime through. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::cbor::Cbor;
+    pub use crate::error::{Error, Result};
+    pub use crate::migrate::Migration;
+    pub use crate::payload::*;
+    pub use rusqlite;
+    pub use sea_query;
+}

@@ -159,7 +159,11 @@ impl Parser<'_> {
                 continue;
             }
             let adjacent = pending.last().is_some_and(|c| end_line(c) + 1 >= tok.line);
-            let block: Vec<&Token<'_>> = if adjacent { pending.clone() } else { Vec::new() };
+            let block: Vec<&Token<'_>> = if adjacent {
+                pending.clone()
+            } else {
+                Vec::new()
+            };
             if !adjacent {
                 self.attach(None, &pending)?;
             }
@@ -390,7 +394,9 @@ impl Parser<'_> {
                 if !ok {
                     return Err(self.err(
                         a.line,
-                        format!("`{text}`: the payload type must be a Rust type name such as `RunPlan`"),
+                        format!(
+                            "`{text}`: the payload type must be a Rust type name such as `RunPlan`"
+                        ),
                     ));
                 }
                 ColumnKind::Cbor(ty.to_string())
@@ -399,10 +405,7 @@ impl Parser<'_> {
                 return Err(self.err(a.line, format!("`{text}` takes no arguments")))
             }
             ("enum" | "cbor", None) => {
-                return Err(self.err(
-                    a.line,
-                    format!("`{text}` needs an argument: {VOCABULARY}"),
-                ))
+                return Err(self.err(a.line, format!("`{text}` needs an argument: {VOCABULARY}")))
             }
             _ => {
                 return Err(self.err(
@@ -415,8 +418,16 @@ impl Parser<'_> {
     }
 
     fn check_fits(&self, table: &str, column: &str, kind: &ColumnKind, line: usize) -> Result<()> {
-        let Some(col) = self.schema.tables.get(table).and_then(|t| t.columns.get(column)) else {
-            return Err(self.err(line, format!("no column {table}.{column} for this annotation")));
+        let Some(col) = self
+            .schema
+            .tables
+            .get(table)
+            .and_then(|t| t.columns.get(column))
+        else {
+            return Err(self.err(
+                line,
+                format!("no column {table}.{column} for this annotation"),
+            ));
         };
         let want = match kind {
             ColumnKind::Enum(_) => Affinity::Text,

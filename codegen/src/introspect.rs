@@ -142,7 +142,9 @@ fn read_table(
 
     let mut stmt = conn.prepare("SELECT name, origin FROM pragma_index_list(?1)")?;
     let lists = stmt
-        .query_map([name], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
+        .query_map([name], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     for (index, origin) in lists {
         if origin == "u" {
@@ -184,7 +186,9 @@ fn index_columns(conn: &Connection, index: &str) -> rusqlite::Result<Vec<IndexCo
         Ok(IndexColumn {
             name: r.get(0)?,
             desc: r.get(1)?,
-            collation: r.get::<_, Option<String>>(2)?.unwrap_or_else(|| "BINARY".into()),
+            collation: r
+                .get::<_, Option<String>>(2)?
+                .unwrap_or_else(|| "BINARY".into()),
         })
     })?;
     rows.collect()

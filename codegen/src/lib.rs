@@ -10,6 +10,8 @@
 //! verify a database file against the version it claims.
 
 pub mod annotations;
+#[cfg(feature = "emit")]
+mod builder;
 pub mod diff;
 #[cfg(feature = "emit")]
 pub mod emit;
@@ -20,6 +22,8 @@ pub mod model;
 pub mod project;
 pub mod sql;
 
+#[cfg(feature = "emit")]
+pub use builder::{Builder, Output, GENERATED_FILE};
 pub use diff::{diff, Difference};
 pub use error::{Error, Result};
 pub use introspect::introspect;

@@ -50,7 +50,11 @@ pub fn check(lock_path: &Path, lock_text: &str, migrations: &[Migration]) -> Res
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(|l| l.split_once(' ').map(|(n, h)| (n, h.trim())).unwrap_or((l, "")))
+        .map(|l| {
+            l.split_once(' ')
+                .map(|(n, h)| (n, h.trim()))
+                .unwrap_or((l, ""))
+        })
         .collect();
     let actual = chain(migrations);
     for (i, (name, hash)) in locked.iter().enumerate() {

@@ -12,7 +12,10 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("lock") => {
-            let root = args.get(1).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+            let root = args
+                .get(1)
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("."));
             match run_lock(&root) {
                 Ok(n) => {
                     println!("migrations.lock covers {n} migrations");
@@ -41,6 +44,7 @@ fn run_lock(root: &std::path::Path) -> Result<usize, Error> {
         Err(Error::Lock { message, .. }) if message.contains("is not locked yet") => {}
         Err(e) => return Err(e),
     }
-    std::fs::write(&path, lock::render(&migrations)).map_err(|source| Error::Io { path, source })?;
+    std::fs::write(&path, lock::render(&migrations))
+        .map_err(|source| Error::Io { path, source })?;
     Ok(migrations.len())
 }

@@ -213,7 +213,8 @@ pub fn read_migrations(dir: &Path) -> Result<Vec<Migration>> {
             .and_then(|s| s.to_str())
             .unwrap_or_default()
             .to_string();
-        let version = parse_name(&stem).ok_or_else(|| Error::BadMigrationName { path: path.clone() })?;
+        let version =
+            parse_name(&stem).ok_or_else(|| Error::BadMigrationName { path: path.clone() })?;
         found.push((version, stem, path));
     }
     found.sort();
@@ -226,7 +227,11 @@ pub fn read_migrations(dir: &Path) -> Result<Vec<Migration>> {
             } else if expected == 0 {
                 format!("there is no genesis (0000_genesis.sql); the first file is {name}.sql")
             } else {
-                format!("version {expected} is missing: the file after {} is {name}.sql", out.last().map_or(String::new(), |m: &Migration| format!("{}.sql", m.name)))
+                format!(
+                    "version {expected} is missing: the file after {} is {name}.sql",
+                    out.last()
+                        .map_or(String::new(), |m: &Migration| format!("{}.sql", m.name))
+                )
             };
             return Err(Error::Numbering { message });
         }
@@ -246,7 +251,10 @@ pub fn read_migrations(dir: &Path) -> Result<Vec<Migration>> {
     }
     if out.is_empty() {
         return Err(Error::Numbering {
-            message: format!("{} holds no migrations; it needs at least 0000_genesis.sql", dir.display()),
+            message: format!(
+                "{} holds no migrations; it needs at least 0000_genesis.sql",
+                dir.display()
+            ),
         });
     }
     Ok(out)
@@ -306,7 +314,9 @@ fn replay_versions(migrations: &[Migration]) -> Result<Vec<Schema>> {
     let mut versions = Vec::with_capacity(migrations.len());
     for m in migrations {
         execute_file(&conn, &m.path, &m.sql)?;
-        versions.push(model(&conn, || format!("migrations at version {}", m.version))?);
+        versions.push(model(&conn, || {
+            format!("migrations at version {}", m.version)
+        })?);
     }
     Ok(versions)
 }
@@ -316,17 +326,39 @@ fn provenance(versions: &[Schema]) -> Provenance {
     let empty = Schema::default();
     for (v, schema) in versions.iter().enumerate() {
         let v = v as u32;
-        let prev = if v == 0 { &empty } else { &versions[v as usize - 1] };
+        let prev = if v == 0 {
+            &empty
+        } else {
+            &versions[v as usize - 1]
+        };
         for (name, table) in &schema.tables {
             let before = prev.tables.get(name);
-            touch(&mut p.tables, name.clone(), v, before.is_none(), before != Some(table));
+            touch(
+                &mut p.tables,
+                name.clone(),
+                v,
+                before.is_none(),
+                before != Some(table),
+            );
             for (cname, col) in &table.columns {
                 let b = before.and_then(|t| t.columns.get(cname));
-                touch(&mut p.columns, (name.clone(), cname.clone()), v, b.is_none(), b != Some(col));
+                touch(
+                    &mut p.columns,
+                    (name.clone(), cname.clone()),
+                    v,
+                    b.is_none(),
+                    b != Some(col),
+                );
             }
             for (iname, idx) in &table.indexes {
                 let b = before.and_then(|t| t.indexes.get(iname));
-                touch(&mut p.indexes, (name.clone(), iname.clone()), v, b.is_none(), b != Some(idx));
+                touch(
+                    &mut p.indexes,
+                    (name.clone(), iname.clone()),
+                    v,
+                    b.is_none(),
+                    b != Some(idx),
+                );
             }
         }
     }
@@ -335,7 +367,13 @@ fn provenance(versions: &[Schema]) -> Provenance {
 
 fn touch<K: Ord>(map: &mut BTreeMap<K, Touch>, key: K, v: u32, new: bool, changed: bool) {
     if new {
-        map.insert(key, Touch { introduced: v, changed: v });
+        map.insert(
+            key,
+            Touch {
+                introduced: v,
+                changed: v,
+            },
+        );
     } else if changed {
         if let Some(t) = map.get_mut(&key) {
             t.changed = v;

@@ -233,7 +233,10 @@ pub fn statements(src: &str) -> Result<Vec<Statement<'_>>, LexError> {
             is_trigger = false;
             depth = 0;
         }
-        if current.len() < 4 && tok.is_word("TRIGGER") && current.first().is_some_and(|t| t.is_word("CREATE")) {
+        if current.len() < 4
+            && tok.is_word("TRIGGER")
+            && current.first().is_some_and(|t| t.is_word("CREATE"))
+        {
             is_trigger = true;
         }
         if is_trigger && (tok.is_word("BEGIN") || tok.is_word("CASE")) {
@@ -269,7 +272,9 @@ fn finish<'a>(src: &'a str, tokens: Vec<Token<'a>>) -> Statement<'a> {
 /// case. Two texts that differ only in comments, whitespace or keyword case normalize alike.
 pub fn normalize(src: &str) -> Result<String, LexError> {
     let tokens = tokenize(src)?;
-    Ok(join_tokens(tokens.iter().filter(|t| t.kind != TokenKind::Comment)))
+    Ok(join_tokens(
+        tokens.iter().filter(|t| t.kind != TokenKind::Comment),
+    ))
 }
 
 /// Joins tokens with single spaces, lower-casing words.

@@ -1,0 +1,128 @@
+//! The `build.rs` entry point: load and check the project, then write generated code to
+//! `OUT_DIR`, touching the file only when its bytes change.
+
+use crate::emit;
+use crate::error::{Error, Result};
+use crate::project::Project;
+use std::fs;
+use std::path::PathBuf;
+
+/// File name of the generated module inside the output directory.
+pub const GENERATED_FILE: &str = "schema.rs";
+
+/// Configures and runs code generation, prost-build style.
+///
+/// ```no_run
+/// // build.rs
+/// fn main() {
+///     if let Err(e) = seed_agents_codegen::Builder::new(env!("CARGO_MANIFEST_DIR")).run() {
+///         eprintln!("{e}");
+///         std::process::exit(1);
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Builder {
+    root: PathBuf,
+    out_dir: Option<PathBuf>,
+    runtime: String,
+    emit_cargo_directives: bool,
+}
+
+/// What one run produced.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// The checked project.
+    pub project: Project,
+    /// Where the generated module was written.
+    pub path: PathBuf,
+    /// Whether the file's bytes changed (false: left untouched so nothing recompiles).
+    pub changed: bool,
+}
+
+impl Builder {
+    /// A builder for the schema directory `root` (holding schema.sql and migrations/).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Builder {
+            root: root.into(),
+            out_dir: None,
+            runtime: "crate::__private".into(),
+            emit_cargo_directives: true,
+        }
+    }
+
+    /// Where to write the generated module (default: `$OUT_DIR`).
+    pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// The path through which generated code reaches the runtime (default `crate::__private`).
+    pub fn runtime_path(mut self, path: impl Into<String>) -> Self {
+        self.runtime = path.into();
+        self
+    }
+
+    /// Whether to print `cargo:` directives (default true; tests turn it off).
+    pub fn cargo_directives(mut self, on: bool) -> Self {
+        self.emit_cargo_directives = on;
+        self
+    }
+
+    /// Loads and checks the project, then writes `schema.rs`.
+    ///
+    /// # Errors
+    /// Every check of [`Project::load`], plus I/O errors writing the output.
+    pub fn run(&self) -> Result<Output> {
+        if self.emit_cargo_directives {
+            // Printed before loading so a failed build still reruns when an input is fixed.
+            for p in [
+                self.root.join("schema.sql"),
+                self.root.join("migrations"),
+                self.root.join("migrations").join(crate::lock::LOCK_FILE),
+            ] {
+                println!("cargo:rerun-if-changed={}", p.display());
+            }
+        }
+        let project = Project::load(&self.root)?;
+        if self.emit_cargo_directives {
+            for p in project.inputs() {
+                println!("cargo:rerun-if-changed={}", p.display());
+            }
+            for w in &project.warnings {
+                println!("cargo:warning={}", w.replace('\n', " "));
+            }
+        }
+        let docs = emit::docs::render(&project);
+        let code = emit::rust::render(&project, &self.runtime, &docs)?;
+        let dir = match &self.out_dir {
+            Some(d) => d.clone(),
+            None => std::env::var_os("OUT_DIR")
+                .map(PathBuf::from)
+                .ok_or_else(|| Error::Io {
+                    path: PathBuf::from("$OUT_DIR"),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        "OUT_DIR is not set: call Builder::out_dir outside a build script",
+                    ),
+                })?,
+        };
+        fs::create_dir_all(&dir).map_err(|source| Error::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        let path = dir.join(GENERATED_FILE);
+        let changed = fs::read_to_string(&path).ok().as_deref() != Some(code.as_str());
+        if changed {
+            fs::write(&path, &code).map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        Ok(Output {
+            project,
+            path,
+            changed,
+        })
+    }
+}

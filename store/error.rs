@@ -1,0 +1,127 @@
+//! The store's one error type. Every variant carries what a person needs to act: the database
+//! path, the versions involved, the table and column, or SQLite's own error.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The schema gate refused the file; it was left exactly as it was.
+    #[error("refusing to open {}: {reason}. Delete the database files (rm {}*) and restart to start from a fresh database", path.display(), path.display())]
+    Refused {
+        /// The database file.
+        path: PathBuf,
+        /// Why.
+        reason: Refusal,
+    },
+    /// A migration failed; the whole batch was rolled back and the file is unchanged.
+    #[error("migrating {} from version {from} to {to} failed in {migration}: {source}. The batch was rolled back and the database is still at version {from}; delete the database files (rm {}*) to start fresh", path.display(), path.display())]
+    Migration {
+        /// The database file.
+        path: PathBuf,
+        /// The version the file was at (and still is).
+        from: u32,
+        /// The version the batch was going to.
+        to: u32,
+        /// The migration that failed, e.g. `0024_signer_capability`.
+        migration: String,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+    /// A file-system operation failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// SQLite failed.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    /// An enum column holds a value outside its annotated set.
+    #[error("{table}.{column} holds {value:?}, which is not one of the values schema.sql declares for it")]
+    UnknownEnumValue {
+        /// The table.
+        table: &'static str,
+        /// The column.
+        column: &'static str,
+        /// The value found.
+        value: String,
+    },
+    /// A bool column holds something other than 0 or 1.
+    #[error("{table}.{column} holds {value}, which is not a bool (0 or 1)")]
+    InvalidBool {
+        /// The table.
+        table: &'static str,
+        /// The column.
+        column: &'static str,
+        /// The value found.
+        value: i64,
+    },
+    /// A payload could not be encoded or decoded as DAG-CBOR.
+    #[error(transparent)]
+    Cbor(#[from] crate::cbor::CborError),
+}
+
+/// Why the schema gate refused a database file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The file is not a SQLite database.
+    #[error("it is not a SQLite database ({message})")]
+    NotADatabase {
+        /// SQLite's message.
+        message: String,
+    },
+    /// There is no `server_config` table: the file predates version tracking.
+    #[error("it has no server_config table, so its schema version is unknown (it predates version tracking); this binary is at version {supported}")]
+    NoServerConfig {
+        /// This binary's version.
+        supported: u32,
+    },
+    /// The legacy `schema_version` key is present.
+    #[error("it carries the legacy schema_version key ({value:?}) from before migrations were tracked; this binary is at version {supported}")]
+    LegacyVersionKey {
+        /// The legacy value, as text.
+        value: String,
+        /// This binary's version.
+        supported: u32,
+    },
+    /// `schema_migration_version` is missing.
+    #[error("server_config has no schema_migration_version key, so its schema version is unknown; this binary is at version {supported}")]
+    MissingVersion {
+        /// This binary's version.
+        supported: u32,
+    },
+    /// `schema_migration_version` is not a version number.
+    #[error("its schema_migration_version {value:?} is not a version number; this binary is at version {supported}")]
+    UnparseableVersion {
+        /// The stored value, as text.
+        value: String,
+        /// This binary's version.
+        supported: u32,
+    },
+    /// The file is newer than this binary.
+    #[error("it is at schema version {found}, newer than this binary's version {supported}")]
+    VersionAhead {
+        /// The file's version.
+        found: u32,
+        /// This binary's version.
+        supported: u32,
+    },
+    /// The structure is not the one of the version the file claims.
+    #[error("it claims schema version {version} (this binary is at version {supported}), but its structure differs from version {version}:\n{diff}")]
+    StructureMismatch {
+        /// The claimed version.
+        version: u32,
+        /// This binary's version.
+        supported: u32,
+        /// The differences, one object per entry.
+        diff: String,
+    },
+}
+
+/// `Result` with the store's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,171 @@
+//! Installs the baseline into a fresh file and applies pending migrations.
+//!
+//! Invariant: each runs inside one `BEGIN IMMEDIATE` transaction. A fresh install writes the
+//! baseline and the version stamp together; a migration batch applies every pending migration in
+//! its own savepoint, stamping the version after each, and any failure rolls the whole batch back
+//! so the file is left exactly as it was.
+
+use crate::error::{Error, Refusal, Result};
+use crate::gate::{self, State, VERSION_KEY};
+use crate::schema;
+use rusqlite::Connection;
+use std::path::Path;
+
+/// One migration: the SQL that brings a database from `version - 1` to `version`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Migration {
+    /// The version this migration brings a database to.
+    pub version: u32,
+    /// The file stem, e.g. `0024_signer_capability`.
+    pub name: &'static str,
+    /// The SQL.
+    pub sql: &'static str,
+}
+
+/// What opening did to the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// An empty file got the baseline at this version.
+    Fresh {
+        /// The version stamped.
+        version: u32,
+    },
+    /// Pending migrations were applied.
+    Migrated {
+        /// The version the file was at.
+        from: u32,
+        /// The version it is at now.
+        to: u32,
+    },
+    /// The file was already current.
+    Current {
+        /// Its version.
+        version: u32,
+    },
+}
+
+/// Brings a database the gate found in `state` to the newest version.
+pub(crate) fn upgrade(conn: &mut Connection, path: &Path, state: State) -> Result<Outcome> {
+    let latest = schema::SCHEMA_VERSION;
+    if state == State::At(latest) {
+        return Ok(Outcome::Current { version: latest });
+    }
+    let refused = |reason: Refusal| Error::Refused {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    // Another process may have installed or migrated while we waited for the write lock.
+    let outcome = match gate::inspect(&tx).map_err(refused)? {
+        State::Fresh => {
+            tx.execute_batch(schema::SCHEMA_SQL)?;
+            stamp(&tx, latest)?;
+            Outcome::Fresh { version: latest }
+        }
+        State::At(v) if v == latest => Outcome::Current { version: v },
+        State::At(from) => {
+            apply(&tx, path, from, &schema::MIGRATIONS[from as usize + 1..])?;
+            gate::verify(&tx, latest).map_err(refused)?;
+            Outcome::Migrated { from, to: latest }
+        }
+    };
+    tx.commit()?;
+    Ok(outcome)
+}
+
+/// Applies `migrations` in order on a connection inside a transaction, each in its own savepoint,
+/// stamping its version after it. Stops at the first failure with the savepoint rolled back; the
+/// caller's transaction decides the rest (the store rolls the whole batch back).
+pub(crate) fn apply(
+    conn: &Connection,
+    path: &Path,
+    from: u32,
+    migrations: &[Migration],
+) -> Result<()> {
+    let to = migrations.last().map_or(from, |m| m.version);
+    for m in migrations {
+        let fail = |source: rusqlite::Error| Error::Migration {
+            path: path.to_path_buf(),
+            from,
+            to,
+            migration: m.name.to_string(),
+            source,
+        };
+        conn.execute_batch("SAVEPOINT migration").map_err(fail)?;
+        let step = conn
+            .execute_batch(m.sql)
+            .and_then(|()| stamp(conn, m.version));
+        match step {
+            Ok(()) => conn.execute_batch("RELEASE migration").map_err(fail)?,
+            Err(e) => {
+                // Best effort: the outer transaction is rolled back by the caller anyway.
+                let _ = conn.execute_batch("ROLLBACK TO migration; RELEASE migration");
+                return Err(fail(e));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn stamp(conn: &Connection, version: u32) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO server_config (key, value) VALUES (?1, ?2) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        rusqlite::params![VERSION_KEY, version.to_string()],
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at_version(conn: &Connection, v: u32) {
+        conn.execute_batch(schema::MIGRATIONS[0].sql).unwrap();
+        apply(
+            conn,
+            Path::new(":memory:"),
+            0,
+            &schema::MIGRATIONS[1..=v as usize],
+        )
+        .unwrap();
+    }
+
+    fn tables(conn: &Connection) -> Vec<String> {
+        let mut s = conn
+            .prepare("SELECT name FROM sqlite_schema ORDER BY name")
+            .unwrap();
+        s.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_batch_that_fails_halfway_leaves_version_and_tables_as_they_were() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        at_version(&conn, 3);
+        let before = tables(&conn);
+        let batch = [
+            Migration {
+                version: 4,
+                name: "0004_ok",
+                sql: "CREATE TABLE extra (id TEXT PRIMARY KEY) WITHOUT ROWID;",
+            },
+            Migration {
+                version: 5,
+                name: "0005_broken",
+                sql: "ALTER TABLE no_such_table ADD COLUMN x TEXT;",
+            },
+        ];
+        let tx = conn.transaction().unwrap();
+        let err = apply(&tx, Path::new("test.sqlite"), 3, &batch).unwrap_err();
+        drop(tx); // rolls back, as upgrade() does on error
+        let msg = err.to_string();
+        assert!(msg.contains("0005_broken"), "{msg}");
+        assert!(msg.contains("from version 3 to 5"), "{msg}");
+        assert!(msg.contains("no such table"), "{msg}");
+        assert_eq!(tables(&conn), before);
+        assert_eq!(gate::claimed_version(&conn).as_deref(), Some("3"));
+    }
+}

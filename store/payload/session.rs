@@ -1,0 +1,228 @@
+//! Session payloads: the Log's events and continuation manifests.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Ipld, OpenMap, RunUsage};
+
+open_str_enum! {
+    /// Who did something in the Log. Only `user` and `system` are ever stamped on a row; `trigger`
+    /// is declared and never written.
+    SessionActor {
+        /// A person (or a verb run through InvokeSessionTool on their behalf).
+        User = "user",
+        /// The agent.
+        Agent = "agent",
+        /// The system.
+        System = "system",
+        /// A trigger.
+        Trigger = "trigger",
+    }
+}
+
+open_str_enum! {
+    /// The role of a `message` event.
+    MessageRole {
+        /// A person's (or a trigger's) message.
+        User = "user",
+        /// The model's message.
+        Assistant = "assistant",
+        /// A tool's message.
+        Tool = "tool",
+    }
+}
+
+/// `session_events.event_cbor`: one entry of a session's Log. Tagged by `type`.
+///
+/// The description's union ends in `Record<string, unknown>`: any map is an event. So a map with
+/// no `type`, an unknown `type`, or a known `type` whose fields do not fit decodes as
+/// [`SessionEventPayload::Other`] and re-encodes unchanged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum SessionEventPayload {
+    /// A message from a person, a trigger, the model or a tool.
+    #[serde(rename = "message")]
+    Message(MessageEvent),
+    /// A tool call.
+    #[serde(rename = "tool_call")]
+    ToolCall(ToolCallEvent),
+    /// A delegate call's child exists (appended before the child runs).
+    #[serde(rename = "tool_spawn")]
+    ToolSpawn(ToolSpawnEvent),
+    /// A tool call's result.
+    #[serde(rename = "tool_result")]
+    ToolResult(ToolResultEvent),
+    /// An error.
+    #[serde(rename = "error")]
+    Error(ErrorEvent),
+    /// Any other map, kept as written.
+    #[serde(untagged)]
+    Other(OpenMap),
+}
+
+impl SessionEventPayload {
+    /// The `type` tag, when there is one (what `agents.activity_kind` records).
+    pub fn event_type(&self) -> Option<&str> {
+        Some(match self {
+            Self::Message(_) => "message",
+            Self::ToolCall(_) => "tool_call",
+            Self::ToolSpawn(_) => "tool_spawn",
+            Self::ToolResult(_) => "tool_result",
+            Self::Error(_) => "error",
+            Self::Other(map) => match map.get("type") {
+                Some(Ipld::String(kind)) => kind,
+                _ => return None,
+            },
+        })
+    }
+
+    /// The stamped actor, if any (unstamped events derive theirs from their shape).
+    pub fn actor(&self) -> Option<&SessionActor> {
+        match self {
+            Self::Message(event) => event.actor.as_ref(),
+            Self::ToolCall(event) => event.actor.as_ref(),
+            Self::ToolSpawn(event) => event.actor.as_ref(),
+            Self::ToolResult(event) => event.actor.as_ref(),
+            Self::Error(event) => event.actor.as_ref(),
+            Self::Other(_) => None,
+        }
+    }
+}
+
+/// A `message` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageEvent {
+    /// Who speaks.
+    pub role: MessageRole,
+    /// The text.
+    pub content: String,
+    /// The tool call a `tool` message answers.
+    pub tool_call_id: Option<String>,
+    /// The message's markdown source.
+    pub raw_markdown: Option<String>,
+    /// Structured blocks (`AgentMessageBlock[]`).
+    pub blocks: Option<Vec<Ipld>>,
+    /// Client `context` parts, fed to the model and never part of `content`.
+    pub context_lines: Option<Vec<String>>,
+    /// Attachments (`SessionAttachmentInfo[]`).
+    pub attachments: Option<Vec<Ipld>>,
+    /// The stamped actor.
+    pub actor: Option<SessionActor>,
+    /// Display detail.
+    pub meta: Option<SessionEventMeta>,
+    /// Fields this version does not know, kept as written.
+    #[serde(flatten)]
+    pub extra: OpenMap,
+}
+
+/// A `tool_call` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallEvent {
+    /// The call's id.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The call's input.
+    pub input: Ipld,
+    /// The stamped actor.
+    pub actor: Option<SessionActor>,
+    /// Fields this version does not know, kept as written.
+    #[serde(flatten)]
+    pub extra: OpenMap,
+}
+
+/// A `tool_spawn` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSpawnEvent {
+    /// The delegate call that spawned the child.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The child run.
+    pub run_id: String,
+    /// The child's session, for a model child.
+    pub session_id: Option<String>,
+    /// The child's title.
+    pub title: String,
+    /// The stamped actor.
+    pub actor: Option<SessionActor>,
+    /// Fields this version does not know, kept as written.
+    #[serde(flatten)]
+    pub extra: OpenMap,
+}
+
+/// A `tool_result` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultEvent {
+    /// The call this answers.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The tool's output.
+    pub output: Option<Ipld>,
+    /// The tool's error message.
+    pub error: Option<String>,
+    /// The stamped actor.
+    pub actor: Option<SessionActor>,
+    /// Display detail.
+    pub meta: Option<SessionEventMeta>,
+    /// Fields this version does not know, kept as written.
+    #[serde(flatten)]
+    pub extra: OpenMap,
+}
+
+/// An `error` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorEvent {
+    /// The error message.
+    pub message: String,
+    /// The stamped actor.
+    pub actor: Option<SessionActor>,
+    /// Fields this version does not know, kept as written.
+    #[serde(flatten)]
+    pub extra: OpenMap,
+}
+
+/// Display detail of a message or tool result; absent on older rows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEventMeta {
+    /// The Seed account that originated a user message.
+    pub account_id: Option<String>,
+    /// The exact signer of its verified action envelope.
+    pub signer_id: Option<String>,
+    /// The model that produced the message.
+    pub model: Option<String>,
+    /// The provider it ran on.
+    pub provider: Option<String>,
+    /// This turn's token usage (not the run's cumulative total).
+    pub usage: Option<RunUsage>,
+    /// Wall time of this message or tool call, milliseconds.
+    pub duration_ms: Option<u64>,
+    /// The reasoning level (`off`, `default`, or a provider level).
+    pub reasoning_level: Option<String>,
+    /// Fields this version does not know, kept as written.
+    #[serde(flatten)]
+    pub extra: OpenMap,
+}
+
+/// `session_continuations.manifest_cbor`: a continue_session successor's exact starting point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContinuationManifest {
+    /// The handoff the predecessor wrote for its successor.
+    pub handoff: String,
+    /// The sources the handoff cites.
+    pub cited_sources: Option<Vec<Ipld>>,
+    /// What the successor starts with loaded.
+    pub loaded: Option<Vec<Ipld>>,
+    /// What was deliberately left cold (available, not loaded).
+    pub left_cold: Option<Vec<Ipld>>,
+    /// Fields this version does not know, kept as written.
+    #[serde(flatten)]
+    pub extra: OpenMap,
+}
