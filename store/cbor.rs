@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_ipld_dagcbor::DecodeError;
 
 /// Why a value could not be encoded to, or decoded from, canonical DAG-CBOR.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CborError {
     /// The value cannot be written as canonical DAG-CBOR: a map key that is not a string, a
@@ -44,23 +44,22 @@ pub enum CborError {
     },
 }
 
-impl<E: fmt::Debug> From<DecodeError<E>> for CborError {
-    fn from(error: DecodeError<E>) -> Self {
-        match error {
-            DecodeError::UnorderedKey => CborError::NonCanonical {
-                message: "map keys are not sorted length-first then bytewise, or repeat".into(),
-            },
-            DecodeError::NonMinimal { name, found } => CborError::NonCanonical {
-                message: format!("{name} is not minimally encoded (head byte {found:#04x})"),
-            },
-            DecodeError::IndefiniteSize => CborError::NonCanonical {
-                message: "indefinite-length item".into(),
-            },
-            DecodeError::Msg(message) => CborError::Decode { message },
-            other => CborError::Decode {
-                message: other.to_string(),
-            },
-        }
+/// Sorts a decoder error into [`CborError`]: canonical-form violations apart from the rest.
+fn decode_error<E: fmt::Debug>(error: DecodeError<E>) -> CborError {
+    match error {
+        DecodeError::UnorderedKey => CborError::NonCanonical {
+            message: "map keys are not sorted length-first then bytewise, or repeat".into(),
+        },
+        DecodeError::NonMinimal { name, found } => CborError::NonCanonical {
+            message: format!("{name} is not minimally encoded (head byte {found:#04x})"),
+        },
+        DecodeError::IndefiniteSize => CborError::NonCanonical {
+            message: "indefinite-length item".into(),
+        },
+        DecodeError::Msg(message) => CborError::Decode { message },
+        other => CborError::Decode {
+            message: other.to_string(),
+        },
     }
 }
 
@@ -84,7 +83,7 @@ pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CborError> {
     // map that shadows a field). One allocation-free pass with the strict decoder catches it.
     serde_ipld_dagcbor::from_slice::<CanonicalCheck>(&bytes).map_err(|error| {
         CborError::Encode {
-            message: match CborError::from(error) {
+            message: match decode_error(error) {
                 CborError::NonCanonical { message } => {
                     format!("the value would encode non-canonically: {message}")
                 }
@@ -102,7 +101,7 @@ pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CborError> {
 /// [`CborError::NonCanonical`] when the bytes break a canonical-form rule,
 /// [`CborError::Decode`] for any other failure (malformed bytes, trailing data, wrong shape).
 pub fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CborError> {
-    Ok(serde_ipld_dagcbor::from_slice(bytes)?)
+    serde_ipld_dagcbor::from_slice(bytes).map_err(decode_error)
 }
 
 /// Walks a whole value through the strict decoder, so that every map's key order is checked.

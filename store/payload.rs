@@ -11,6 +11,10 @@
 //!
 //! Where the description gives no inner shape, the type is an open map ([`OpenMap`] newtype) or a
 //! struct with the fields it does name plus `extra`.
+//!
+//! One limit: serde buffers flattened and tagged content in a form without 128-bit integers, so an
+//! integer below `i64::MIN` (DAG-CBOR allows down to -2^64) inside an `extra` map or an `Other`
+//! variant is a decode error rather than kept. Open-map newtypes and [`Ipld`] keep it.
 
 use std::collections::BTreeMap;
 

@@ -12,13 +12,12 @@ pub const GENERATED_FILE: &str = "schema.rs";
 
 /// Configures and runs code generation, prost-build style.
 ///
+/// In `build.rs`, inside `fn main()`:
+///
 /// ```no_run
-/// // build.rs
-/// fn main() {
-///     if let Err(e) = seed_agents_codegen::Builder::new(env!("CARGO_MANIFEST_DIR")).run() {
-///         eprintln!("{e}");
-///         std::process::exit(1);
-///     }
+/// if let Err(e) = seed_agents_codegen::Builder::new(env!("CARGO_MANIFEST_DIR")).run() {
+///     eprintln!("{e}");
+///     std::process::exit(1);
 /// }
 /// ```
 #[derive(Debug, Clone)]

@@ -1,5 +1,8 @@
 //! `seed-agents-codegen`: maintenance commands that write into the schema directory.
 //!
+//! `seed-agents-codegen check [ROOT]` runs every build-time check (numbering, lock, replay,
+//! parity, annotations) and prints the report the build would fail with.
+//!
 //! `seed-agents-codegen lock [ROOT]` appends every migration that is not yet in
 //! `migrations/migrations.lock` (ROOT defaults to the current directory). It never rewrites a
 //! locked line: an edited shipped migration stays an error.
@@ -27,8 +30,31 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Some("check") => {
+            let root = args
+                .get(1)
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("."));
+            match seed_agents_codegen::Project::load(&root) {
+                Ok(p) => {
+                    for w in &p.warnings {
+                        eprintln!("warning: {w}");
+                    }
+                    println!(
+                        "schema.sql equals genesis + {} migrations (version {})",
+                        p.migrations.len() - 1,
+                        p.latest_version()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         _ => {
-            eprintln!("usage: seed-agents-codegen lock [ROOT]");
+            eprintln!("usage: seed-agents-codegen check|lock [ROOT]");
             ExitCode::from(2)
         }
     }

@@ -82,7 +82,9 @@ open_map! {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunOutput {
-    /// What the run committed to and had not delivered when it ended.
+    /// What the run committed to and had not delivered when it ended. Left out entirely when
+    /// `None`: the presence of the key is the signal readers test for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unmet_obligations: Option<Vec<UnmetObligation>>,
     /// The rest of the output, kept as written.
     #[serde(flatten)]
@@ -109,7 +111,9 @@ pub struct RunErrorInfo {
     pub call_seq: Option<u64>,
     /// Free-form detail.
     pub detail: Option<Ipld>,
-    /// What the run committed to and had not delivered when it ended.
+    /// What the run committed to and had not delivered when it ended. Left out entirely when
+    /// `None`: the presence of the key is the signal readers test for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unmet_obligations: Option<Vec<UnmetObligation>>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]

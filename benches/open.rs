@@ -1,0 +1,125 @@
+//! `Store::open` of a current database holding 100k runs and 1M session events (target: under
+//! 50 ms), and the build-time work of codegen: replay of every version plus generation (target:
+//! under 1 s).
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use rusqlite::params;
+use seed_agents_store::Store;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const RUNS: usize = 100_000;
+const EVENTS: usize = 1_000_000;
+const SESSIONS: usize = 1_000;
+
+/// Builds (once, cached under target/) a current database with RUNS runs and EVENTS events.
+fn large_database() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("open-{RUNS}-runs-{EVENTS}-events.sqlite"));
+    let done = dir.join(format!("open-{RUNS}-runs-{EVENTS}-events.done"));
+    if done.exists() {
+        return path;
+    }
+    let _ = std::fs::remove_file(&path);
+    let mut store = Store::open(&path).unwrap();
+    let tx = store.conn_mut().transaction().unwrap();
+    let t = 1_764_000_000_000i64;
+    tx.execute("INSERT INTO accounts VALUES ('acct', ?1, ?1)", [t])
+        .unwrap();
+    tx.execute(
+        "INSERT INTO agents (id, account_id, definition_cbor, state_dir, status, created_at, updated_at) \
+         VALUES ('agent', 'acct', x'a0', '/tmp/agent', 'idle', ?1, ?1)",
+        [t],
+    )
+    .unwrap();
+    {
+        let mut s = tx
+            .prepare(
+                "INSERT INTO sessions (id, account_id, agent_id, status, created_at, updated_at) \
+                 VALUES (?1, 'acct', 'agent', 'idle', ?2, ?2)",
+            )
+            .unwrap();
+        for i in 0..SESSIONS {
+            s.execute(params![format!("sess-{i:06}"), t + i as i64])
+                .unwrap();
+        }
+        let mut s = tx
+            .prepare(
+                "INSERT INTO runs (id, account_id, root_run_id, kind, agent_id, session_id, origin, title, \
+                 input_cbor, status, queue, created_at, updated_at) \
+                 VALUES (?1, 'acct', ?1, 'agent', 'agent', ?2, 'user', 'Agent turn', x'a0', ?3, 'interactive', ?4, ?4)",
+            )
+            .unwrap();
+        for i in 0..RUNS {
+            let status = if i % 10 == 0 { "queued" } else { "succeeded" };
+            s.execute(params![
+                format!("run-{i:07}"),
+                format!("sess-{:06}", i % SESSIONS),
+                status,
+                t + i as i64
+            ])
+            .unwrap();
+        }
+        let mut s = tx
+            .prepare(
+                "INSERT INTO session_events (id, session_id, seq, event_cbor, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .unwrap();
+        let payload = vec![
+            0xa1u8, 0x64, b't', b'y', b'p', b'e', 0x67, b'm', b'e', b's', b's', b'a', b'g', b'e',
+        ];
+        for i in 0..EVENTS {
+            s.execute(params![
+                format!("ev-{i:08}"),
+                format!("sess-{:06}", i % SESSIONS),
+                (i / SESSIONS + 1) as i64,
+                payload,
+                t + i as i64
+            ])
+            .unwrap();
+        }
+    }
+    tx.commit().unwrap();
+    drop(store);
+    std::fs::write(&done, b"").unwrap();
+    path
+}
+
+fn open(c: &mut Criterion) {
+    let path = large_database();
+    // Warm the OS cache and settle the WAL once.
+    drop(Store::open(&path).unwrap());
+    let mut g = c.benchmark_group("open");
+    g.sample_size(30).measurement_time(Duration::from_secs(10));
+    g.bench_function("current_100k_runs_1m_events", |b| {
+        b.iter(|| {
+            let store = Store::open(&path).unwrap();
+            assert!(matches!(
+                store.outcome(),
+                seed_agents_store::Outcome::Current { .. }
+            ));
+        })
+    });
+    g.finish();
+}
+
+fn codegen(c: &mut Criterion) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = tempfile::tempdir().unwrap();
+    let mut g = c.benchmark_group("build_rs");
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    g.bench_function("replay_all_versions_and_generate", |b| {
+        b.iter(|| {
+            seed_agents_codegen::Builder::new(root)
+                .out_dir(out.path())
+                .cargo_directives(false)
+                .run()
+                .unwrap()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, open, codegen);
+criterion_main!(benches);

@@ -1,0 +1,324 @@
+//! The schema gate: fresh files are installed, known versions are verified and migrated, and
+//! every other file is refused with the reason, both versions and the advice, left untouched.
+
+use rusqlite::Connection;
+use seed_agents_store::schema::{MIGRATIONS, SCHEMA_SQL, SCHEMA_VERSION};
+use seed_agents_store::{Error, Outcome, Refusal, Store};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn temp() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agents.sqlite");
+    (dir, path)
+}
+
+/// Writes a database with `sql` and closes it (checkpointing any WAL into the main file).
+fn write_db(path: &Path, sql: &str) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(sql).unwrap();
+    conn.close().unwrap();
+}
+
+fn at_version(path: &Path, v: u32) {
+    let conn = Connection::open(path).unwrap();
+    for m in &MIGRATIONS[..=v as usize] {
+        conn.execute_batch(m.sql).unwrap();
+    }
+    conn.execute(
+        "INSERT INTO server_config (key, value) VALUES ('schema_migration_version', ?1)",
+        [v.to_string()],
+    )
+    .unwrap();
+    conn.close().unwrap();
+}
+
+/// Opens `path`, expects a refusal, and checks the file is byte-for-byte unchanged.
+fn refused(path: &Path) -> (Refusal, String) {
+    let before = fs::read(path).unwrap();
+    let err = Store::open(path).unwrap_err();
+    let msg = err.to_string();
+    let Error::Refused { path: p, reason } = err else {
+        panic!("expected a refusal, got {msg}");
+    };
+    assert_eq!(p, path);
+    assert_eq!(
+        fs::read(path).unwrap(),
+        before,
+        "a refused file is unchanged"
+    );
+    assert!(msg.contains(&path.display().to_string()), "{msg}");
+    assert!(msg.contains(&format!("rm {}*", path.display())), "{msg}");
+    (reason, msg)
+}
+
+#[test]
+fn a_missing_file_is_created_with_its_directories_at_the_newest_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/deeper/agents.sqlite");
+    let store = Store::open(&path).unwrap();
+    assert_eq!(
+        store.outcome(),
+        Outcome::Fresh {
+            version: SCHEMA_VERSION
+        }
+    );
+    let v: String = store
+        .conn()
+        .query_row(
+            "SELECT value FROM server_config WHERE key = 'schema_migration_version'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(v, SCHEMA_VERSION.to_string());
+    let mode: String = store
+        .conn()
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let fk: bool = store
+        .conn()
+        .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
+        .unwrap();
+    assert!(fk);
+    drop(store);
+    assert_eq!(
+        Store::open(&path).unwrap().outcome(),
+        Outcome::Current {
+            version: SCHEMA_VERSION
+        }
+    );
+}
+
+#[test]
+fn a_zero_byte_file_counts_as_fresh() {
+    let (_d, path) = temp();
+    fs::write(&path, b"").unwrap();
+    assert_eq!(
+        Store::open(&path).unwrap().outcome(),
+        Outcome::Fresh {
+            version: SCHEMA_VERSION
+        }
+    );
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused_unchanged() {
+    let (_d, path) = temp();
+    fs::write(&path, b"this is a text file, not a database, and long enough to have a header........................................").unwrap();
+    let (reason, _) = refused(&path);
+    assert!(matches!(reason, Refusal::NotADatabase { .. }), "{reason:?}");
+}
+
+#[test]
+fn no_server_config_is_refused() {
+    let (_d, path) = temp();
+    write_db(&path, "CREATE TABLE accounts (id TEXT PRIMARY KEY);");
+    let (reason, msg) = refused(&path);
+    assert_eq!(
+        reason,
+        Refusal::NoServerConfig {
+            supported: SCHEMA_VERSION
+        }
+    );
+    assert!(msg.contains("no server_config table"), "{msg}");
+}
+
+#[test]
+fn the_legacy_schema_version_key_is_refused() {
+    let (_d, path) = temp();
+    write_db(
+        &path,
+        &format!(
+            "{}; INSERT INTO server_config VALUES ('schema_version', '3');",
+            MIGRATIONS[0].sql
+        ),
+    );
+    let (reason, msg) = refused(&path);
+    assert_eq!(
+        reason,
+        Refusal::LegacyVersionKey {
+            value: "3".into(),
+            supported: SCHEMA_VERSION
+        }
+    );
+    assert!(
+        msg.contains(&format!("this binary is at version {SCHEMA_VERSION}")),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_missing_version_is_refused() {
+    let (_d, path) = temp();
+    write_db(&path, MIGRATIONS[0].sql);
+    let (reason, _) = refused(&path);
+    assert_eq!(
+        reason,
+        Refusal::MissingVersion {
+            supported: SCHEMA_VERSION
+        }
+    );
+}
+
+#[test]
+fn an_unparseable_version_is_refused() {
+    for bad in ["abc", "", "7.0", "-1", " 7"] {
+        let (_d, path) = temp();
+        write_db(
+            &path,
+            &format!(
+                "{}; INSERT INTO server_config VALUES ('schema_migration_version', '{bad}');",
+                MIGRATIONS[0].sql
+            ),
+        );
+        let (reason, msg) = refused(&path);
+        assert_eq!(
+            reason,
+            Refusal::UnparseableVersion {
+                value: bad.into(),
+                supported: SCHEMA_VERSION
+            }
+        );
+        assert!(msg.contains("is not a version number"), "{msg}");
+    }
+}
+
+#[test]
+fn a_version_ahead_of_the_binary_is_refused_naming_both_versions() {
+    let (_d, path) = temp();
+    at_version(&path, SCHEMA_VERSION);
+    let conn = Connection::open(&path).unwrap();
+    conn.execute(
+        "UPDATE server_config SET value = ?1 WHERE key = 'schema_migration_version'",
+        [(SCHEMA_VERSION + 1).to_string()],
+    )
+    .unwrap();
+    conn.close().unwrap();
+    let (reason, msg) = refused(&path);
+    assert_eq!(
+        reason,
+        Refusal::VersionAhead {
+            found: SCHEMA_VERSION + 1,
+            supported: SCHEMA_VERSION
+        }
+    );
+    assert!(
+        msg.contains(&format!(
+            "schema version {}, newer than this binary's version {SCHEMA_VERSION}",
+            SCHEMA_VERSION + 1
+        )),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_structure_that_differs_from_its_claimed_version_is_refused_with_the_diff() {
+    let (_d, path) = temp();
+    at_version(&path, 11);
+    write_db(
+        &path,
+        "ALTER TABLE runs ADD COLUMN shadow TEXT; DROP INDEX runs_by_root;",
+    );
+    let (reason, msg) = refused(&path);
+    let Refusal::StructureMismatch { version, diff, .. } = reason else {
+        panic!("{msg}");
+    };
+    assert_eq!(version, 11);
+    assert!(diff.contains("table runs, column shadow"), "{diff}");
+    assert!(diff.contains("table runs, index runs_by_root"), "{diff}");
+    assert!(msg.contains("claims schema version 11"), "{msg}");
+}
+
+#[test]
+fn a_database_claiming_a_later_version_than_its_structure_is_refused() {
+    let (_d, path) = temp();
+    at_version(&path, 20);
+    let conn = Connection::open(&path).unwrap();
+    conn.execute(
+        "UPDATE server_config SET value = '21' WHERE key = 'schema_migration_version'",
+        [],
+    )
+    .unwrap();
+    conn.close().unwrap();
+    let (reason, _) = refused(&path);
+    assert!(
+        matches!(reason, Refusal::StructureMismatch { version: 21, ref diff, .. } if diff.contains("webhook_trigger_credentials")),
+        "{reason:?}"
+    );
+}
+
+#[test]
+fn objects_this_store_does_not_own_are_ignored() {
+    let (_d, path) = temp();
+    at_version(&path, SCHEMA_VERSION);
+    write_db(
+        &path,
+        "CREATE TABLE _litestream_seq (id INTEGER PRIMARY KEY, seq INTEGER);
+         CREATE TABLE _litestream_lock (id INTEGER);
+         ANALYZE;",
+    );
+    assert_eq!(
+        Store::open(&path).unwrap().outcome(),
+        Outcome::Current {
+            version: SCHEMA_VERSION
+        }
+    );
+}
+
+#[test]
+fn an_older_version_is_migrated_and_matches_a_fresh_install() {
+    let (_d, path) = temp();
+    at_version(&path, 23);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(
+        store.outcome(),
+        Outcome::Migrated {
+            from: 23,
+            to: SCHEMA_VERSION
+        }
+    );
+    let fresh = Connection::open_in_memory().unwrap();
+    fresh.execute_batch(SCHEMA_SQL).unwrap();
+    let a = seed_agents_codegen::introspect(store.conn()).unwrap();
+    let b = seed_agents_codegen::introspect(&fresh).unwrap();
+    assert_eq!(a.fingerprint(), b.fingerprint());
+}
+
+#[test]
+fn two_connections_opening_one_fresh_file_install_it_once() {
+    let (_d, path) = temp();
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || Store::open(&path).map(|s| s.outcome()))
+        })
+        .collect();
+    let outcomes: Vec<Outcome> = threads
+        .into_iter()
+        .map(|t| t.join().unwrap().unwrap())
+        .collect();
+    let fresh = outcomes
+        .iter()
+        .filter(|o| matches!(o, Outcome::Fresh { .. }))
+        .count();
+    assert_eq!(fresh, 1, "{outcomes:?}");
+}
+
+#[test]
+fn status_is_read_only_and_reports_pending_migrations() {
+    let (_d, path) = temp();
+    at_version(&path, 27);
+    let before = fs::read(&path).unwrap();
+    let s = seed_agents_store::status(&path).unwrap();
+    assert_eq!(
+        s.verdict,
+        seed_agents_store::Verdict::Verified {
+            version: 27,
+            pending: vec![MIGRATIONS[28].name, MIGRATIONS[29].name],
+        }
+    );
+    assert_eq!(fs::read(&path).unwrap(), before);
+    assert!(!Path::new(&format!("{}-wal", path.display())).exists());
+}
