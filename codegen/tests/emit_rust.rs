@@ -431,12 +431,11 @@ fn fixture_fragments() {
             "get_by_type",
             "list_by_account_id",
             "list_by_kind",
-            "list_by_kind_and_created_at",
             "insert",
             "update",
             "delete"
         ],
-        "the partial index gets no helper"
+        "the partial index gets no helper, and no prefix ends on a timestamp"
     );
     assert_eq!(
         params(function(widgets, "get_by_type"))[1..],
