@@ -8,7 +8,7 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     /// The schema gate refused the file; it was left exactly as it was.
-    #[error("refusing to open {}: {reason}. Delete the database files (rm {}*) and restart to start from a fresh database", path.display(), path.display())]
+    #[error("refusing to open {}: {reason}\nTo start from a fresh database, delete the database files (rm {}*) and restart.", path.display(), path.display())]
     Refused {
         /// The database file.
         path: PathBuf,

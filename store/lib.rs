@@ -28,6 +28,11 @@ mod open;
 pub mod payload;
 
 pub use error::{Error, Refusal, Result};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 pub use migrate::{Migration, Outcome};
 pub use open::{resolve_path, status, Status, Store, Verdict, DB_PATH_ENV, DEFAULT_DB_PATH};
 

@@ -455,6 +455,7 @@ macro_rules! case {
         $table:ident,
         unscoped,
         key($($key:expr),+),
+        lists[$($list:ident($($list_arg:expr),*)),*],
         uniques[$($unique:ident($($unique_arg:expr),*)),*],
         row: $row:expr,
         update: |$r:ident| $update:block $(,)?
@@ -473,7 +474,11 @@ macro_rules! case {
             update: schema::$table::update,
             get: |c, _| schema::$table::get(c, $($key),+),
             delete: |c, _| schema::$table::delete(c, $($key),+),
-            lists: vec![],
+            lists: vec![$({
+                let f: ListFn<schema::$table::Row> =
+                    |c, _| schema::$table::$list(c, $($list_arg),*);
+                f
+            }),*],
             uniques: vec![$({
                 let f: GetFn<schema::$table::Row> =
                     |c, _| schema::$table::$unique(c, $($unique_arg),*);
@@ -505,17 +510,17 @@ macro_rules! round_trips {
 
 round_trips! {
     server_config => case!(
-        server_config, unscoped, key("test-key"), uniques[],
+        server_config, unscoped, key("test-key"), lists[], uniques[],
         row: server_config::Row { key: "test-key".into(), value: vec![0, 1, 2, 255] },
         update: |r| { r.value = b"changed".to_vec(); },
     );
     accounts => case!(
-        accounts, unscoped, key("acct-c"), uniques[],
+        accounts, unscoped, key("acct-c"), lists[], uniques[],
         row: account("acct-c"),
         update: |r| { r.updated_at += 1000; },
     );
     account_authorizations => case!(
-        account_authorizations, scoped(A, B), key("signer-1"), lists[], uniques[],
+        account_authorizations, scoped(A, B), key("signer-1"), lists[list_by_account_id()], uniques[],
         row: account_authorizations::Row {
             account_id: A.into(),
             signer_id: "signer-1".into(),
@@ -530,7 +535,7 @@ round_trips! {
         },
     );
     model_providers => case!(
-        model_providers, scoped(A, B), key("provider-1"), lists[],
+        model_providers, scoped(A, B), key("provider-1"), lists[list_by_account_id()],
         uniques[get_by_name("openai-main")],
         row: model_providers::Row {
             id: "provider-1".into(),
@@ -551,7 +556,8 @@ round_trips! {
         },
     );
     secrets => case!(
-        secrets, scoped(A, B), key("secret-1"), lists[], uniques[get_by_name("openai-key")],
+        secrets, scoped(A, B), key("secret-1"), lists[list_by_account_id()],
+        uniques[get_by_name("openai-key")],
         row: secrets::Row {
             id: "secret-1".into(),
             account_id: A.into(),
@@ -609,7 +615,8 @@ round_trips! {
         },
     );
     trigger_event_claims => case!(
-        trigger_event_claims, scoped(A, B), key("trigger-1", "activity:1"), lists[], uniques[],
+        trigger_event_claims, scoped(A, B), key("trigger-1", "activity:1"),
+        lists[list_by_account_id(), list_by_trigger_id("trigger-1")], uniques[],
         row: trigger_event_claims::Row {
             account_id: A.into(),
             trigger_id: "trigger-1".into(),
@@ -655,7 +662,8 @@ round_trips! {
         },
     );
     run_event_waits => case!(
-        run_event_waits, scoped(A, B), key("run-1", "wait-1"), lists[list_by_account_id()],
+        run_event_waits, scoped(A, B), key("run-1", "wait-1"),
+        lists[list_by_account_id(), list_by_run_id("run-1")],
         uniques[],
         row: run_event_waits::Row {
             run_id: "run-1".into(),
@@ -671,7 +679,7 @@ round_trips! {
         update: |r| { r.timeout_at = Some(T + 61); },
     );
     run_journal => case!(
-        run_journal, unscoped, key("run-1", 1), uniques[],
+        run_journal, unscoped, key("run-1", 1), lists[list_by_run_id("run-1")], uniques[],
         row: run_journal::Row {
             run_id: "run-1".into(),
             seq: 1,
@@ -692,7 +700,8 @@ round_trips! {
         },
     );
     mcp_servers => case!(
-        mcp_servers, scoped(A, B), key("mcp-1"), lists[], uniques[get_by_name("srv")],
+        mcp_servers, scoped(A, B), key("mcp-1"), lists[list_by_account_id()],
+        uniques[get_by_name("srv")],
         row: mcp_servers::Row {
             id: "mcp-1".into(),
             account_id: A.into(),
@@ -792,7 +801,10 @@ round_trips! {
     );
     session_continuations => case!(
         session_continuations, scoped(A, B), key("cont-1"),
-        lists[list_by_origin_session_id("session-1")],
+        lists[
+            list_by_origin_session_id("session-1"),
+            list_by_predecessor_session_id("session-1")
+        ],
         uniques[
             get_by_predecessor_session_id_and_tool_call_id("session-1", "call-9"),
             get_by_successor_session_id("session-2")
@@ -842,7 +854,8 @@ round_trips! {
         },
     );
     activity_watermarks => case!(
-        activity_watermarks, scoped(A, B), key("https://hm.example"), lists[], uniques[],
+        activity_watermarks, scoped(A, B), key("https://hm.example"), lists[list_by_account_id()],
+        uniques[],
         row: activity_watermarks::Row {
             account_id: A.into(),
             server_url: "https://hm.example".into(),
@@ -857,7 +870,7 @@ round_trips! {
         },
     );
     session_events => case!(
-        session_events, unscoped, key("event-1"),
+        session_events, unscoped, key("event-1"), lists[list_by_session_id("session-1")],
         uniques[get_by_session_id_and_seq("session-1", 1)],
         row: session_events::Row {
             id: "event-1".into(),
@@ -873,7 +886,8 @@ round_trips! {
         update: |r| { r.created_at += 1; },
     );
     action_idempotency => case!(
-        action_idempotency, scoped(A, B), key("CreateAgent", "req-1"), lists[], uniques[],
+        action_idempotency, scoped(A, B), key("CreateAgent", "req-1"),
+        lists[list_by_account_id(), list_by_action("CreateAgent")], uniques[],
         row: action_idempotency::Row {
             account_id: A.into(),
             action: "CreateAgent".into(),

@@ -228,6 +228,15 @@ fn workspace_schema_items() {
     assert_eq!(params(by_account)[1..], ["account_id:&str"]);
     assert!(sql(by_account)
         .ends_with(r#"WHERE "account_id" = ?1 ORDER BY "created_at" DESC, "id" ASC"#));
+    // Proper prefixes of the primary key and of unique keys list too; a whole key does not.
+    let journal = module(&file, "run_journal");
+    assert!(sql(function(journal, "list_by_run_id"))
+        .ends_with(r#"WHERE "run_id" = ?1 ORDER BY "seq" ASC"#));
+    let events = module(&file, "session_events");
+    assert!(sql(function(events, "list_by_session_id"))
+        .ends_with(r#"WHERE "session_id" = ?1 ORDER BY "seq" ASC, "id" ASC"#));
+    let collaborators = module(&file, "agent_collaborators");
+    assert!(!has_function(collaborators, "list_by_agent_id"));
     let update = function(runs, "update");
     assert_eq!(params(update)[1..], ["row:&Row"]);
     assert!(!sql(update).contains(r#""account_id" = ?1"#));

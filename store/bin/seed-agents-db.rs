@@ -93,7 +93,7 @@ fn show_status(path: PathBuf) -> Result<ExitCode, Error> {
         }
         Verdict::Refused(reason) => {
             eprintln!(
-                "refused: {reason}. Delete the database files (rm {}*) and restart to start from a fresh database",
+                "refused: {reason}\nTo start from a fresh database, delete the database files (rm {}*) and restart.",
                 s.path.display()
             );
             return Ok(ExitCode::from(2));

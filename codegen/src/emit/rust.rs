@@ -18,7 +18,7 @@
 //! bytes.
 
 use crate::annotations::{ColumnKind, TableDoc};
-use crate::model::{Affinity, Column, Table};
+use crate::model::{Affinity, Column, IndexColumn, Table};
 use crate::{Error, Project, Result};
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote};
@@ -718,19 +718,52 @@ impl<'a> TableGen<'a> {
             out.push(self.helper(&name, &summary, &keys, &sql, Shape::One, None));
         }
 
-        // list_by_<cols> for each prefix of each plain index. A prefix never ends on a
-        // timestamp: those columns order and range, and equality on them finds nothing useful.
+        // list_by_<cols> for each prefix of each plain index, and each proper prefix of the primary
+        // key, the unique keys and unique indexes (their full length is a `get`). A prefix never
+        // ends on a timestamp: those columns order and range, and equality on them finds nothing
+        // useful.
         let mut list_sets: Vec<BTreeSet<String>> = Vec::new();
+        let key_columns = |cols: &[String]| -> Vec<IndexColumn> {
+            cols.iter()
+                .map(|c| IndexColumn {
+                    name: Some(c.clone()),
+                    desc: false,
+                    collation: "BINARY".into(),
+                })
+                .collect()
+        };
+        let mut sources: Vec<(String, Vec<IndexColumn>, bool)> = Vec::new();
         for index in table.indexes.values() {
-            if index.unique || index.partial.is_some() {
-                continue;
+            if index.partial.is_none() {
+                sources.push((
+                    format!("index `{}`", index.name),
+                    index.columns.clone(),
+                    index.unique,
+                ));
             }
-            let named: Vec<_> = index
-                .columns
-                .iter()
-                .take_while(|c| c.name.is_some())
-                .collect();
-            for n in 1..=named.len() {
+        }
+        sources.push(("the primary key".into(), key_columns(pk), true));
+        for u in &table.uniques {
+            sources.push((
+                format!("unique key ({})", u.join(", ")),
+                key_columns(u),
+                true,
+            ));
+        }
+        // A list whose equality covers a whole key returns one row at most: that is a `get`.
+        let point_sets: Vec<BTreeSet<String>> = std::iter::once(pk)
+            .chain(table.uniques.iter())
+            .filter(|k| !k.is_empty())
+            .map(|k| self.scoped_keys(k).iter().map(|c| c.to_string()).collect())
+            .collect();
+        for (label, columns, unique) in &sources {
+            let named: Vec<_> = columns.iter().take_while(|c| c.name.is_some()).collect();
+            let longest = if *unique {
+                named.len().min(columns.len().saturating_sub(1))
+            } else {
+                named.len()
+            };
+            for n in 1..=longest {
                 let prefix: Vec<String> =
                     named[..n].iter().filter_map(|c| c.name.clone()).collect();
                 let last = prefix.last().map(String::as_str);
@@ -741,7 +774,7 @@ impl<'a> TableGen<'a> {
                 }
                 let keys = self.scoped_keys(&prefix);
                 let set: BTreeSet<String> = keys.iter().map(|k| k.to_string()).collect();
-                if list_sets.contains(&set) {
+                if list_sets.contains(&set) || point_sets.iter().any(|p| p.is_subset(&set)) {
                     continue;
                 }
                 let name = format!("list_by_{}", helper_suffix(&keys, self.scoped));
@@ -776,9 +809,8 @@ impl<'a> TableGen<'a> {
                     sql.push_str(&order.join(", "));
                 }
                 let summary = format!(
-                    "Lists the rows with {}, in the order of index `{}`{}.",
+                    "Lists the rows with {}, in the order of {label}{}.",
                     self.describe_keys(&keys),
-                    index.name,
                     if pk.is_empty() {
                         ""
                     } else {
