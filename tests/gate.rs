@@ -322,3 +322,39 @@ fn status_is_read_only_and_reports_pending_migrations() {
     assert_eq!(fs::read(&path).unwrap(), before);
     assert!(!Path::new(&format!("{}-wal", path.display())).exists());
 }
+
+#[test]
+fn a_migration_that_fails_on_real_data_leaves_the_file_byte_for_byte() {
+    // A version-25 file written with foreign keys off holds a firing whose trigger is gone;
+    // migration 26 seeds trigger_event_claims from it and the foreign key refuses the row.
+    let (_d, path) = temp();
+    at_version(&path, 25);
+    write_db(
+        &path,
+        "PRAGMA foreign_keys = OFF;
+         INSERT INTO accounts VALUES ('acct', 1, 1);
+         INSERT INTO agents (id, account_id, definition_cbor, state_dir, status, created_at, updated_at)
+             VALUES ('agent', 'acct', x'a0', '/tmp/a', 'idle', 1, 1);
+         INSERT INTO trigger_firings (id, account_id, agent_id, trigger_id, activity_key, activity_cbor, status, created_at)
+             VALUES ('firing', 'acct', 'agent', 'deleted-trigger', 'blob-x', x'a0', 'created', 1);",
+    );
+    let before = fs::read(&path).unwrap();
+    let err = Store::open(&path).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        matches!(err, Error::Migration { from: 25, to: 29, ref migration, .. } if migration == "0026_trigger_event_claims"),
+        "{msg}"
+    );
+    assert!(msg.contains("FOREIGN KEY constraint failed"), "{msg}");
+    assert!(msg.contains("still at version 25"), "{msg}");
+    assert_eq!(
+        fs::read(&path).unwrap(),
+        before,
+        "the batch rolled back whole"
+    );
+    let status = seed_agents_store::status(&path).unwrap();
+    assert!(matches!(
+        status.verdict,
+        seed_agents_store::Verdict::Verified { version: 25, .. }
+    ));
+}
