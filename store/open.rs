@@ -189,7 +189,8 @@ pub enum Verdict {
     Refused(crate::error::Refusal),
 }
 
-/// Inspects `path` read-only: the file is opened with `SQLITE_OPEN_READ_ONLY` and never written.
+/// Inspects `path` read-only: the file is opened with `SQLITE_OPEN_READ_ONLY` and never written,
+/// and no `-wal` or `-shm` file is left behind.
 ///
 /// # Errors
 /// [`Error::Sqlite`] when the file cannot be opened at all.
@@ -203,10 +204,7 @@ pub fn status(path: impl AsRef<Path>) -> Result<Status> {
             supported,
         });
     }
-    let conn = Connection::open_with_flags(
-        &path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
+    let conn = open_read_only(&path)?;
     let verdict = match gate::inspect(&conn) {
         Ok(State::Fresh) => Verdict::Fresh,
         Ok(State::At(version)) => Verdict::Verified {
@@ -223,4 +221,28 @@ pub fn status(path: impl AsRef<Path>) -> Result<Status> {
         verdict,
         supported,
     })
+}
+
+/// Opens `path` read-only. A WAL-mode file without a `-wal` file has nothing outside the main file,
+/// so it is opened `immutable`: otherwise SQLite would create `-wal` and `-shm` files that a
+/// read-only connection cannot remove.
+fn open_read_only(path: &Path) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    if Path::new(&wal).exists() {
+        return Ok(Connection::open_with_flags(path, flags)?);
+    }
+    let mut uri = String::from("file:");
+    for b in path.to_string_lossy().bytes() {
+        match b {
+            b'?' | b'#' | b'%' => uri.push_str(&format!("%{b:02X}")),
+            _ => uri.push(b as char),
+        }
+    }
+    uri.push_str("?immutable=1");
+    Ok(Connection::open_with_flags(
+        uri,
+        flags | OpenFlags::SQLITE_OPEN_URI,
+    )?)
 }

@@ -320,7 +320,32 @@ fn status_is_read_only_and_reports_pending_migrations() {
         }
     );
     assert_eq!(fs::read(&path).unwrap(), before);
-    assert!(!Path::new(&format!("{}-wal", path.display())).exists());
+}
+
+#[test]
+fn status_leaves_no_wal_or_shm_files_behind() {
+    let (dir, path) = temp();
+    drop(Store::open(&path).unwrap()); // WAL mode, checkpointed and closed
+    let files = || {
+        let mut v: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(files(), ["agents.sqlite"]);
+    let before = fs::read(&path).unwrap();
+    let s = seed_agents_store::status(&path).unwrap();
+    assert!(matches!(
+        s.verdict,
+        seed_agents_store::Verdict::Verified {
+            version: SCHEMA_VERSION,
+            ..
+        }
+    ));
+    assert_eq!(files(), ["agents.sqlite"]);
+    assert_eq!(fs::read(&path).unwrap(), before);
 }
 
 #[test]
