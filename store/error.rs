@@ -60,6 +60,32 @@ pub enum Error {
         /// The value found.
         value: i64,
     },
+    /// An argument was refused before anything was written.
+    #[error("invalid {field}: {reason}")]
+    Invalid {
+        /// The argument or payload field, e.g. `title` or `plan.steps[2].status`.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A row the operation needs does not exist (in this account).
+    #[error("{what} {id:?} not found")]
+    NotFound {
+        /// What was looked for, e.g. `session`.
+        what: &'static str,
+        /// Its id or key.
+        id: String,
+    },
+    /// The operation conflicts with what is stored (a duplicate name, a reused key with other bytes).
+    #[error("{what} {key:?} conflicts: {reason}")]
+    Conflict {
+        /// What conflicts, e.g. `model provider`.
+        what: &'static str,
+        /// The key that conflicts.
+        key: String,
+        /// Why.
+        reason: String,
+    },
     /// A payload could not be encoded or decoded as DAG-CBOR.
     #[error(transparent)]
     Cbor(#[from] crate::cbor::CborError),

@@ -20,12 +20,26 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod accounts;
+pub mod agents;
 pub mod cbor;
+pub mod clock;
+pub mod deletion;
 mod error;
+pub mod events;
 pub mod gate;
+pub mod idempotency;
+pub mod journal;
 pub mod migrate;
 mod open;
 pub mod payload;
+pub mod providers;
+pub mod runs;
+pub mod secrets;
+pub mod sessions;
+pub mod triggers;
+pub mod waits;
+pub mod watermarks;
 
 pub use error::{Error, Refusal, Result};
 

@@ -5,12 +5,14 @@
 //! file header), so a refused file, or one whose migration failed, is left byte-for-byte as it
 //! was.
 
+use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::gate::{self, State};
 use crate::migrate::{self, Outcome};
 use crate::schema;
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The database path when neither `--db-path` nor `SEED_AGENTS_DB_PATH` is given.
@@ -74,6 +76,7 @@ pub struct Store {
     conn: Connection,
     path: PathBuf,
     outcome: Outcome,
+    clock: Arc<dyn Clock>,
 }
 
 impl Store {
@@ -85,6 +88,14 @@ impl Store {
     /// [`Error::Migration`] when a migration fails (the batch is rolled back), [`Error::Io`] when
     /// the directory cannot be created, [`Error::Sqlite`] otherwise.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        Store::open_with_clock(path, Arc::new(SystemClock))
+    }
+
+    /// [`Store::open`] with the clock every operation takes "now" from.
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    pub fn open_with_clock(path: impl AsRef<Path>, clock: Arc<dyn Clock>) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| Error::Io {
@@ -105,7 +116,18 @@ impl Store {
             conn,
             path,
             outcome,
+            clock,
         })
+    }
+
+    /// The clock operations take "now" from.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The current time by the store's clock, in epoch milliseconds.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
     }
 
     /// The database file.
