@@ -60,6 +60,12 @@ pub enum Error {
         /// The value found.
         value: i64,
     },
+    /// A checked query expected a row and found none.
+    #[error("the query returned no rows: {sql}")]
+    NoRows {
+        /// The statement.
+        sql: &'static str,
+    },
     /// An argument was refused before anything was written.
     #[error("invalid {field}: {reason}")]
     Invalid {
@@ -85,6 +91,41 @@ pub enum Error {
         key: String,
         /// Why.
         reason: String,
+    },
+    // Conversation state.
+    /// A stored secret blob is too short to hold the 12-byte nonce and the 16-byte tag. The blob
+    /// is never printed.
+    #[error("secret ciphertext is {len} bytes, shorter than the {min} bytes of a nonce and a tag")]
+    SecretTooShort {
+        /// The blob's length.
+        len: usize,
+        /// The shortest possible blob (nonce + tag, empty value).
+        min: usize,
+    },
+    /// AES-GCM refused a stored secret: its tag does not verify under the server key (the blob was
+    /// altered, or written under another key).
+    #[error("secret ciphertext does not authenticate under the server key")]
+    SecretTagMismatch,
+    /// `server_config` holds no `secret_encryption_key_v1`, so nothing can be decrypted
+    /// (decrypting never creates a key).
+    #[error("server_config has no secret_encryption_key_v1: no secret can be decrypted")]
+    NoSecretKey,
+    /// `server_config.secret_encryption_key_v1` is not a 32-byte key.
+    #[error("server_config.secret_encryption_key_v1 is {len} bytes, not a 32-byte AES-256 key")]
+    SecretKeyMalformed {
+        /// The stored value's length.
+        len: usize,
+    },
+    /// An agent was deleted (the transaction committed and is not undone), but its state
+    /// directory could not be removed from disk.
+    #[error("agent {agent_id:?} was deleted, but its state directory {} could not be removed: {source}", path.display())]
+    StateDirNotRemoved {
+        /// The deleted agent.
+        agent_id: String,
+        /// Its state directory.
+        path: PathBuf,
+        /// The file-system error.
+        source: std::io::Error,
     },
     /// A payload could not be encoded or decoded as DAG-CBOR.
     #[error(transparent)]

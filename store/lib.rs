@@ -34,6 +34,7 @@ pub mod migrate;
 mod open;
 pub mod payload;
 pub mod providers;
+pub mod query;
 pub mod runs;
 pub mod secrets;
 pub mod sessions;
@@ -70,6 +71,10 @@ pub mod __private {
     pub use crate::error::{Error, Result};
     pub use crate::migrate::Migration;
     pub use crate::payload::*;
+    pub use crate::query::{
+        bind_check, enum_from_column, field_check, field_check_by, BindsTo, FromColumn, Holds,
+        Query,
+    };
     pub use rusqlite;
     pub use sea_query;
 }

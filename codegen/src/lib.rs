@@ -28,4 +28,4 @@ pub use diff::{diff, Difference};
 pub use error::{Error, Result};
 pub use introspect::introspect;
 pub use model::Schema;
-pub use project::Project;
+pub use project::{Baseline, Project};

@@ -108,7 +108,12 @@ impl Project {
             }
         }
 
-        let fresh = replay_fresh(&schema_path, &schema_sql)?;
+        let Baseline {
+            schema_path,
+            schema_sql,
+            fresh,
+            annotations,
+        } = Baseline::from_sql(schema_path, schema_sql)?;
         let versions = replay_versions(&migrations)?;
         let provenance = provenance(&versions);
         let latest = versions.last().expect("genesis always exists");
@@ -123,7 +128,6 @@ impl Project {
             );
             return Err(Error::Drift { report });
         }
-        let annotations = annotations::parse(&schema_path, &schema_sql, &fresh)?;
         Ok(Project {
             root,
             schema_path,
@@ -148,6 +152,39 @@ impl Project {
         v.push(self.root.join("migrations").join(lock::LOCK_FILE));
         v.extend(self.migrations.iter().map(|m| m.path.clone()));
         v
+    }
+}
+
+/// schema.sql alone: its structure and annotations, without the migration history. This is what
+/// the query macros check SQL against.
+#[derive(Debug, Clone)]
+pub struct Baseline {
+    /// The path schema.sql is reported under.
+    pub schema_path: PathBuf,
+    /// schema.sql as written.
+    pub schema_sql: String,
+    /// The structure SQLite builds from it.
+    pub fresh: Schema,
+    /// Its doc comments and annotations.
+    pub annotations: Annotations,
+}
+
+impl Baseline {
+    /// Replays `sql` (schema.sql, reported as `path`) in SQLite and parses its annotations.
+    ///
+    /// # Errors
+    /// SQL that SQLite rejects, or a bad annotation.
+    pub fn from_sql(path: impl Into<PathBuf>, sql: impl Into<String>) -> Result<Baseline> {
+        let schema_path = path.into();
+        let schema_sql = sql.into();
+        let fresh = replay_fresh(&schema_path, &schema_sql)?;
+        let annotations = annotations::parse(&schema_path, &schema_sql, &fresh)?;
+        Ok(Baseline {
+            schema_path,
+            schema_sql,
+            fresh,
+            annotations,
+        })
     }
 }
 

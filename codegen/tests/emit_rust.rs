@@ -389,12 +389,11 @@ fn fixture_fragments() {
         "impl ::core::fmt::Display for Kind {",
         "impl crate::rt::rusqlite::ToSql for Kind {",
         "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]",
-        // Unknown enum values and bools are typed errors.
-        "crate::rt::Error::UnknownEnumValue {",
-        r#"column: "kind","#,
-        "crate::rt::Error::InvalidBool {",
-        r#"column: "pinned","#,
-        "Some(1) => Some(true),",
+        // Values decode through the runtime's FromColumn, which types enum and bool errors.
+        "impl crate::rt::FromColumn for Kind {",
+        "crate::rt::enum_from_column(row, idx, table, column, Self::parse)",
+        "impl crate::rt::BindsTo<Option<Level>> for Level {}",
+        r#"pinned: crate::rt::FromColumn::from_column(row, 5, TABLE, "pinned")?"#,
         // Row: Option exactly on nullable columns.
         "pub level: Option<Level>,",
         "pub kind: Kind,",

@@ -17,12 +17,13 @@
 //! Output is a pure function of the project: maps are ordered, so the same input gives the same
 //! bytes.
 
-use crate::annotations::{ColumnKind, TableDoc};
+use crate::annotations::{Annotations, ColumnKind, TableDoc};
 use crate::model::{Affinity, Column, IndexColumn, Table};
-use crate::{Error, Project, Result};
+use crate::{Baseline, Error, Project, Result};
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote};
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 /// The first line of the generated text.
 pub const HEADER: &str =
@@ -47,6 +48,43 @@ pub fn render(project: &Project, runtime: &str, docs: &BTreeMap<String, String>)
         message: e.to_string(),
     })?;
     Ok(format!("{HEADER}\n{}", prettyplease::unparse(&file)))
+}
+
+/// The Rust type generated code gives `table.column` (with `Option` when it is nullable), and
+/// whether the column is NOT NULL; `None` when there is no such column. Runtime types are named
+/// through `runtime` and generated enums through `schema` (the path of the generated module), so
+/// the query macros name exactly the types the row structs use.
+///
+/// # Errors
+/// As [`render`], when the table's Rust names collide.
+pub fn column_type(
+    baseline: &Baseline,
+    table: &str,
+    column: &str,
+    runtime: &syn::Path,
+    schema: &syn::Path,
+) -> Result<Option<(TokenStream, bool)>> {
+    let Some(t) = baseline.fresh.tables.get(table) else {
+        return Ok(None);
+    };
+    let gen = TableGen::new(&baseline.annotations, &baseline.schema_path, runtime, t)?;
+    let Some(c) = gen.columns.iter().find(|c| c.col.name == column) else {
+        return Ok(None);
+    };
+    let base = match &c.enumeration {
+        Some((name, _)) => {
+            let module = ident(&snake_case(table));
+            quote!(#schema::#module::#name)
+        }
+        None => gen.base_type(c),
+    };
+    let not_null = c.col.not_null;
+    let ty = if not_null {
+        base
+    } else {
+        quote!(Option<#base>)
+    };
+    Ok(Some((ty, not_null)))
 }
 
 /// Every top-level item.
@@ -75,7 +113,7 @@ fn module(
     let table_names = project.fresh.tables.keys();
     let mut tables = Vec::new();
     for table in project.fresh.tables.values() {
-        let gen = TableGen::new(project, rt, table)?;
+        let gen = TableGen::new(&project.annotations, &project.schema_path, rt, table)?;
         tables.push(gen.module());
     }
     Ok(quote! {
@@ -152,8 +190,13 @@ struct TableGen<'a> {
 }
 
 impl<'a> TableGen<'a> {
-    fn new(project: &'a Project, rt: &'a syn::Path, table: &'a Table) -> Result<Self> {
-        let doc = project.annotations.tables.get(&table.name);
+    fn new(
+        annotations: &'a Annotations,
+        schema_path: &Path,
+        rt: &'a syn::Path,
+        table: &'a Table,
+    ) -> Result<Self> {
+        let doc = annotations.tables.get(&table.name);
         let mut columns = Vec::new();
         let mut fields = BTreeMap::new();
         let mut variants = BTreeMap::new();
@@ -176,7 +219,7 @@ impl<'a> TableGen<'a> {
             let variant = format_ident!("{}", pascal);
             let clash = |what: &str, other: &str| {
                 annotation_error(
-                    project,
+                    schema_path,
                     line,
                     format!(
                         "columns {t}.{other} and {t}.{} both become the Rust {what} `{}`; rename one",
@@ -200,7 +243,7 @@ impl<'a> TableGen<'a> {
                     }
                     if let Some(other) = enums.insert(name.clone(), col.name.clone()) {
                         return Err(annotation_error(
-                            project,
+                            schema_path,
                             line,
                             format!(
                                 "the enums of {t}.{other} and {t}.{} would both be named `{name}`; rename one column",
@@ -218,7 +261,7 @@ impl<'a> TableGen<'a> {
                         }
                         if let Some(prev) = seen.insert(p.clone(), v.clone()) {
                             return Err(annotation_error(
-                                project,
+                                schema_path,
                                 line,
                                 format!(
                                     "`@enum` values `{prev}` and `{v}` of {}.{} both become the Rust variant `{p}`; make them differ by more than case or separators",
@@ -452,6 +495,20 @@ impl<'a> TableGen<'a> {
                     Ok(#rt::rusqlite::types::ToSqlOutput::from(self.as_str()))
                 }
             }
+
+            impl #rt::FromColumn for #name {
+                fn from_column(
+                    row: &#rt::rusqlite::Row<'_>,
+                    idx: usize,
+                    table: &'static str,
+                    column: &'static str,
+                ) -> #rt::Result<Self> {
+                    #rt::enum_from_column(row, idx, table, column, Self::parse)
+                }
+            }
+
+            impl #rt::BindsTo<#name> for #name {}
+            impl #rt::BindsTo<Option<#name>> for #name {}
         })
     }
 
@@ -487,48 +544,7 @@ impl<'a> TableGen<'a> {
             let i = Literal::usize_unsuffixed(i);
             let field = &c.field;
             let column = &c.col.name;
-            let value = match (&c.enumeration, c.kind, c.col.not_null) {
-                (Some((name, _)), _, true) => quote! {
-                    {
-                        let value: String = row.get(#i)?;
-                        match #name::parse(&value) {
-                            Some(v) => v,
-                            None => {
-                                return Err(#rt::Error::UnknownEnumValue { table: TABLE, column: #column, value })
-                            }
-                        }
-                    }
-                },
-                (Some((name, _)), _, false) => quote! {
-                    match row.get::<_, Option<String>>(#i)? {
-                        None => None,
-                        Some(value) => match #name::parse(&value) {
-                            Some(v) => Some(v),
-                            None => {
-                                return Err(#rt::Error::UnknownEnumValue { table: TABLE, column: #column, value })
-                            }
-                        },
-                    }
-                },
-                (None, Some(ColumnKind::Bool), true) => quote! {
-                    match row.get::<_, i64>(#i)? {
-                        0 => false,
-                        1 => true,
-                        value => return Err(#rt::Error::InvalidBool { table: TABLE, column: #column, value }),
-                    }
-                },
-                (None, Some(ColumnKind::Bool), false) => quote! {
-                    match row.get::<_, Option<i64>>(#i)? {
-                        None => None,
-                        Some(0) => Some(false),
-                        Some(1) => Some(true),
-                        Some(value) => {
-                            return Err(#rt::Error::InvalidBool { table: TABLE, column: #column, value })
-                        }
-                    }
-                },
-                _ => quote!(row.get(#i)?),
-            };
+            let value = quote!(#rt::FromColumn::from_column(row, #i, TABLE, #column)?);
             quote! { #field: #value }
         });
         quote! {
@@ -1015,9 +1031,9 @@ fn helper_suffix(keys: &[&str], scoped: bool) -> String {
     }
 }
 
-fn annotation_error(project: &Project, line: usize, message: String) -> Error {
+fn annotation_error(schema_path: &Path, line: usize, message: String) -> Error {
     Error::Annotation {
-        path: project.schema_path.clone(),
+        path: schema_path.to_path_buf(),
         line,
         message,
     }

@@ -1,0 +1,234 @@
+//! Runtime side of the compile-time checked SQL macros (`query!`, `query_as!`, `derive(Row)`).
+//!
+//! The macros check a statement against schema.sql while the crate compiles; what reaches run
+//! time is a [`Query`]: the checked SQL, its bound arguments and the decoder of its rows. Values
+//! are decoded by [`FromColumn`], the same decoding the generated row structs use, so a stored
+//! value outside an enum's set or a bool other than 0/1 is the same typed error everywhere.
+
+use crate::error::{Error, Result};
+use rusqlite::types::{FromSql, ToSql, Value};
+use rusqlite::{Connection, Row};
+
+/// A statement checked at compile time, ready to run on a connection.
+pub struct Query<'a, R> {
+    sql: &'static str,
+    params: Vec<&'a dyn ToSql>,
+    decode: fn(&Row<'_>) -> Result<R>,
+}
+
+impl<R> std::fmt::Debug for Query<'_, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Query")
+            .field("sql", &self.sql)
+            .field("params", &self.params.len())
+            .finish()
+    }
+}
+
+impl<'a, R> Query<'a, R> {
+    /// Used by the macros: the checked SQL, the arguments in parameter order and the decoder.
+    #[doc(hidden)]
+    pub fn new(
+        sql: &'static str,
+        params: Vec<&'a dyn ToSql>,
+        decode: fn(&Row<'_>) -> Result<R>,
+    ) -> Self {
+        Query {
+            sql,
+            params,
+            decode,
+        }
+    }
+
+    /// The SQL as checked.
+    pub fn sql(&self) -> &'static str {
+        self.sql
+    }
+
+    /// Every row.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] when SQLite fails, or a decoding error of a value (see [`FromColumn`]).
+    pub fn fetch_all(self, conn: &Connection) -> Result<Vec<R>> {
+        let mut stmt = conn.prepare_cached(self.sql)?;
+        let mut rows = stmt.query(self.params.as_slice())?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            out.push((self.decode)(row)?);
+        }
+        Ok(out)
+    }
+
+    /// The first row, if any.
+    ///
+    /// # Errors
+    /// As [`Query::fetch_all`].
+    pub fn fetch_optional(self, conn: &Connection) -> Result<Option<R>> {
+        let mut stmt = conn.prepare_cached(self.sql)?;
+        let mut rows = stmt.query(self.params.as_slice())?;
+        match rows.next()? {
+            Some(row) => Ok(Some((self.decode)(row)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The first row.
+    ///
+    /// # Errors
+    /// [`Error::NoRows`] when the statement returns none; otherwise as [`Query::fetch_all`].
+    pub fn fetch_one(self, conn: &Connection) -> Result<R> {
+        let sql = self.sql;
+        self.fetch_optional(conn)?.ok_or(Error::NoRows { sql })
+    }
+
+    /// Runs the statement and returns the number of rows it changed.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] when SQLite fails (including when the statement returns rows).
+    pub fn execute(self, conn: &Connection) -> Result<usize> {
+        let mut stmt = conn.prepare_cached(self.sql)?;
+        Ok(stmt.execute(self.params.as_slice())?)
+    }
+}
+
+/// Decodes one column of a result row into a field type, naming the table and column in errors.
+pub trait FromColumn: Sized {
+    /// Reads column `idx` of `row`; `table` and `column` name where the value came from (empty
+    /// for an expression).
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] for a NULL into a non-`Option` or a value of the wrong storage class,
+    /// [`Error::UnknownEnumValue`] and [`Error::InvalidBool`] for values outside their set.
+    fn from_column(
+        row: &Row<'_>,
+        idx: usize,
+        table: &'static str,
+        column: &'static str,
+    ) -> Result<Self>;
+}
+
+macro_rules! from_sql_column {
+    ($($t:ty),*) => {$(
+        impl FromColumn for $t {
+            fn from_column(row: &Row<'_>, idx: usize, _: &'static str, _: &'static str) -> Result<Self> {
+                Ok(row.get(idx)?)
+            }
+        }
+    )*};
+}
+from_sql_column!(i64, f64, String, Vec<u8>, Value);
+
+impl<T: 'static> FromColumn for crate::cbor::Cbor<T> {
+    fn from_column(row: &Row<'_>, idx: usize, _: &'static str, _: &'static str) -> Result<Self> {
+        Ok(row.get(idx)?)
+    }
+}
+
+impl FromColumn for bool {
+    fn from_column(
+        row: &Row<'_>,
+        idx: usize,
+        table: &'static str,
+        column: &'static str,
+    ) -> Result<Self> {
+        match row.get::<_, i64>(idx)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            value => Err(Error::InvalidBool {
+                table,
+                column,
+                value,
+            }),
+        }
+    }
+}
+
+impl<T: FromColumn> FromColumn for Option<T> {
+    fn from_column(
+        row: &Row<'_>,
+        idx: usize,
+        table: &'static str,
+        column: &'static str,
+    ) -> Result<Self> {
+        match row.get_ref(idx)? {
+            rusqlite::types::ValueRef::Null => Ok(None),
+            _ => T::from_column(row, idx, table, column).map(Some),
+        }
+    }
+}
+
+/// Decodes an `@enum` column with the enum's `parse` (used by generated enums).
+///
+/// # Errors
+/// [`Error::UnknownEnumValue`] for a text outside the set; [`Error::Sqlite`] for a non-text.
+#[doc(hidden)]
+pub fn enum_from_column<E>(
+    row: &Row<'_>,
+    idx: usize,
+    table: &'static str,
+    column: &'static str,
+    parse: fn(&str) -> Option<E>,
+) -> Result<E> {
+    let value: String = row.get(idx)?;
+    parse(&value).ok_or(Error::UnknownEnumValue {
+        table,
+        column,
+        value,
+    })
+}
+
+/// "An argument of this type can be bound to a column typed `C`": what `query!` checks each
+/// argument against, where the column it binds to is known.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be bound to a column of type `{C}`",
+    label = "this argument binds to a column of type `{C}`"
+)]
+pub trait BindsTo<C: ?Sized> {}
+
+impl<C: ?Sized, U: BindsTo<C> + ?Sized> BindsTo<C> for &U {}
+
+impl<C, U: BindsTo<C>> BindsTo<Option<C>> for Option<U> {}
+
+macro_rules! binds {
+    ($column:ty: $($arg:ty),*) => {
+        $(
+            impl BindsTo<$column> for $arg {}
+            impl BindsTo<Option<$column>> for $arg {}
+        )*
+    };
+}
+binds!(String: String, str);
+binds!(i64: i64, i32, i16, i8, u32, u16, u8);
+binds!(f64: f64, f32);
+binds!(bool: bool);
+binds!(Vec<u8>: Vec<u8>, [u8]);
+impl<T> BindsTo<crate::cbor::Cbor<T>> for crate::cbor::Cbor<T> {}
+impl<T> BindsTo<Option<crate::cbor::Cbor<T>>> for crate::cbor::Cbor<T> {}
+
+/// Compile-time check that `arg` can be bound to a column of type `C`.
+#[doc(hidden)]
+pub fn bind_check<C: ?Sized, U: BindsTo<C> + ?Sized>(_arg: &U) {}
+
+/// "A field of this type can hold a column typed `C`": the same type, or `Option` of it.
+#[diagnostic::on_unimplemented(
+    message = "a field of type `{Self}` cannot hold a column of type `{C}`",
+    label = "this field must be `{C}` (or an `Option` of a non-null column's type)"
+)]
+pub trait Holds<C> {}
+
+impl<T> Holds<T> for T {}
+impl<T> Holds<T> for Option<T> {}
+
+/// Compile-time check that a field of type `F` can hold a column of type `C`.
+#[doc(hidden)]
+pub fn field_check<C, F: Holds<C>>() {}
+
+/// The same check when only an accessor of the field is at hand (`query_as!` on a user type).
+#[doc(hidden)]
+pub fn field_check_by<C, S, F: Holds<C>, N>(_field: fn(&S) -> &F, _name: N) {}
+
+/// Reads a value through [`FromSql`]: used where a field's type is not known to the macro.
+#[doc(hidden)]
+pub fn value_from_sql<T: FromSql>(row: &Row<'_>, idx: usize) -> Result<T> {
+    Ok(row.get(idx)?)
+}
