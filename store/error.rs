@@ -26,8 +26,8 @@ pub enum Error {
         to: u32,
         /// The migration that failed, e.g. `0024_signer_capability`.
         migration: String,
-        /// SQLite's error.
-        source: rusqlite::Error,
+        /// What failed (SQLite's error, as a rule).
+        source: Box<Error>,
     },
     /// A file-system operation failed.
     #[error("{}: {source}", path.display())]
@@ -126,6 +126,27 @@ pub enum Error {
         path: PathBuf,
         /// The file-system error.
         source: std::io::Error,
+    },
+    // Execution state.
+    /// A worker acted on a run whose lease it no longer holds (the run was swept, requeued,
+    /// finished, or claimed by another worker).
+    #[error("run {run_id:?} is not leased to {owner:?}: the lease was lost")]
+    LeaseLost {
+        /// The run.
+        run_id: String,
+        /// The worker that asked.
+        owner: String,
+    },
+    /// A journal append would pass the per-run cap (5,000 entries or 8 MiB); the run was failed
+    /// with code `journal-cap` in the same transaction and nothing was appended.
+    #[error("run {run_id:?} reached its journal cap ({entries} entries, {bytes} bytes); the run failed with journal-cap")]
+    JournalCap {
+        /// The run.
+        run_id: String,
+        /// Entries the journal holds.
+        entries: i64,
+        /// Bytes the journal holds (before the refused entry).
+        bytes: i64,
     },
     /// A payload could not be encoded or decoded as DAG-CBOR.
     #[error(transparent)]

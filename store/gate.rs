@@ -4,9 +4,9 @@
 //! Invariant: nothing here writes. A refused file is left byte-for-byte as it was.
 
 use crate::error::Refusal;
+use crate::query;
 use crate::schema;
-use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 use seed_agents_codegen::{diff, introspect, Schema};
 
 /// The `server_config` key holding the schema version as TEXT digits.
@@ -26,39 +26,30 @@ pub enum State {
 /// Inspects `conn` and returns its state, or why it must be refused.
 pub fn inspect(conn: &Connection) -> Result<State, Refusal> {
     let supported = schema::SCHEMA_VERSION;
-    let not_a_db = |e: rusqlite::Error| Refusal::NotADatabase {
+    let not_a_db = |e: crate::Error| Refusal::NotADatabase {
         message: e.to_string(),
     };
-    let own_objects: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM main.sqlite_schema \
-             WHERE substr(lower(name), 1, 7) <> 'sqlite_' AND substr(lower(name), 1, 12) <> '_litestream_'",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(not_a_db)?;
-    if own_objects == 0 {
+    let own_objects = query!(
+        "SELECT CAST(count(*) AS INTEGER) AS n FROM main.sqlite_schema \
+         WHERE substr(lower(name), 1, 7) <> 'sqlite_' AND substr(lower(name), 1, 12) <> '_litestream_'"
+    )
+    .fetch_one(conn)
+    .map_err(not_a_db)?
+    .n;
+    if own_objects == Some(0) {
         return Ok(State::Fresh);
     }
-    let has_config: bool = conn
-        .query_row(
-            "SELECT EXISTS (SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = 'server_config')",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(not_a_db)?;
-    if !has_config {
+    let has_config = query!(
+        "SELECT CAST(EXISTS (SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = 'server_config') AS INTEGER) AS found"
+    )
+    .fetch_one(conn)
+    .map_err(not_a_db)?
+    .found;
+    if has_config != Some(1) {
         return Err(Refusal::NoServerConfig { supported });
     }
-    let read = |key: &str| -> Result<Option<String>, Refusal> {
-        conn.query_row(
-            "SELECT value FROM server_config WHERE key = ?1",
-            [key],
-            |r| Ok(value_text(r.get_ref(0)?)),
-        )
-        .optional()
-        .map_err(not_a_db)
-    };
+    let read =
+        |key: &str| -> Result<Option<String>, Refusal> { stored_text(conn, key).map_err(not_a_db) };
     if let Some(value) = read(LEGACY_VERSION_KEY)? {
         return Err(Refusal::LegacyVersionKey { value, supported });
     }
@@ -105,14 +96,15 @@ pub fn structure_diff(actual: &Schema, version: u32) -> String {
     )
 }
 
-/// The text of a version value stored as TEXT, BLOB or INTEGER.
-fn value_text(v: ValueRef<'_>) -> String {
-    match v {
-        ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
-        ValueRef::Integer(i) => i.to_string(),
-        ValueRef::Real(f) => f.to_string(),
-        ValueRef::Null => String::new(),
-    }
+/// The value stored under `key` as text: the version is TEXT digits in a BLOB column, so it is
+/// read through a cast (a BLOB or INTEGER value reads as its text too).
+fn stored_text(conn: &Connection, key: &str) -> crate::Result<Option<String>> {
+    Ok(query!(
+        "SELECT CAST(value AS TEXT) AS value FROM server_config WHERE key = ?1",
+        key
+    )
+    .fetch_optional(conn)?
+    .map(|r| r.value.unwrap_or_default()))
 }
 
 /// Strict: ASCII digits only, no sign, no spaces.
@@ -125,12 +117,7 @@ fn parse_version(s: &str) -> Option<u32> {
 
 /// The version a database claims, without verifying anything (for reports).
 pub fn claimed_version(conn: &Connection) -> Option<String> {
-    conn.query_row(
-        "SELECT value FROM server_config WHERE key = ?1",
-        [VERSION_KEY],
-        |r| Ok(value_text(r.get_ref(0)?)),
-    )
-    .ok()
+    stored_text(conn, VERSION_KEY).ok().flatten()
 }
 
 #[cfg(test)]

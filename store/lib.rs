@@ -43,6 +43,10 @@ pub mod waits;
 pub mod watermarks;
 
 pub use error::{Error, Refusal, Result};
+pub use seed_agents_macros::{query, query_as, Row};
+
+// The macros name `::seed_agents_store`, which this lets the crate use on itself.
+extern crate self as seed_agents_store;
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

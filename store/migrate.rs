@@ -7,7 +7,7 @@
 
 use crate::error::{Error, Refusal, Result};
 use crate::gate::{self, State, VERSION_KEY};
-use crate::schema;
+use crate::{query, schema};
 use rusqlite::Connection;
 use std::path::Path;
 
@@ -84,22 +84,26 @@ pub(crate) fn apply(
 ) -> Result<()> {
     let to = migrations.last().map_or(from, |m| m.version);
     for m in migrations {
-        let fail = |source: rusqlite::Error| Error::Migration {
+        let fail = |source: Error| Error::Migration {
             path: path.to_path_buf(),
             from,
             to,
             migration: m.name.to_string(),
-            source,
+            source: Box::new(source),
         };
-        conn.execute_batch("SAVEPOINT migration").map_err(fail)?;
+        query!("SAVEPOINT migration").execute(conn).map_err(fail)?;
         let step = conn
             .execute_batch(m.sql)
+            .map_err(Error::Sqlite)
             .and_then(|()| stamp(conn, m.version));
         match step {
-            Ok(()) => conn.execute_batch("RELEASE migration").map_err(fail)?,
+            Ok(()) => {
+                query!("RELEASE migration").execute(conn).map_err(fail)?;
+            }
             Err(e) => {
                 // Best effort: the outer transaction is rolled back by the caller anyway.
-                let _ = conn.execute_batch("ROLLBACK TO migration; RELEASE migration");
+                let _ = query!("ROLLBACK TO migration").execute(conn);
+                let _ = query!("RELEASE migration").execute(conn);
                 return Err(fail(e));
             }
         }
@@ -107,12 +111,15 @@ pub(crate) fn apply(
     Ok(())
 }
 
-fn stamp(conn: &Connection, version: u32) -> rusqlite::Result<()> {
-    conn.execute(
-        "INSERT INTO server_config (key, value) VALUES (?1, ?2) \
+/// Stamps `version` as TEXT digits (the column is a BLOB; the cast keeps the historical form).
+fn stamp(conn: &Connection, version: u32) -> Result<()> {
+    query!(
+        "INSERT INTO server_config (key, value) VALUES (?1, CAST(?2 AS TEXT)) \
          ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        rusqlite::params![VERSION_KEY, version.to_string()],
-    )?;
+        VERSION_KEY,
+        version.to_string()
+    )
+    .execute(conn)?;
     Ok(())
 }
 
@@ -132,13 +139,12 @@ mod tests {
     }
 
     fn tables(conn: &Connection) -> Vec<String> {
-        let mut s = conn
-            .prepare("SELECT name FROM sqlite_schema ORDER BY name")
-            .unwrap();
-        s.query_map([], |r| r.get(0))
+        query!("SELECT CAST(name AS TEXT) AS name FROM sqlite_schema ORDER BY name")
+            .fetch_all(conn)
             .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap()
+            .into_iter()
+            .filter_map(|r| r.name)
+            .collect()
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::gate::{self, State};
 use crate::migrate::{self, Outcome};
-use crate::schema;
+use crate::{query, schema};
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,27 +22,6 @@ pub const DB_PATH_ENV: &str = "SEED_AGENTS_DB_PATH";
 
 /// How long a connection waits for another writer before `SQLITE_BUSY`.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Tables whose planner statistics are refreshed at every open. The append-only logs
-/// (session_events, run_journal) are left out: they are large and their queries are pinned by key.
-const PLANNER_STATISTICS_TABLES: &[&str] = &[
-    "accounts",
-    "account_authorizations",
-    "agents",
-    "agent_collaborators",
-    "agent_drafts",
-    "agent_triggers",
-    "mcp_servers",
-    "model_providers",
-    "run_event_waits",
-    "runs",
-    "secrets",
-    "session_continuations",
-    "sessions",
-    "tool_documents",
-    "trigger_event_claims",
-    "trigger_firings",
-];
 
 /// `ANALYZE` looks at about this many rows per index, so open stays fast on large files.
 const ANALYSIS_LIMIT: u32 = 400;
@@ -155,14 +134,9 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`] when a count fails.
     pub fn table_counts(&self) -> Result<Vec<(&'static str, i64)>> {
-        schema::TABLES
+        schema::TABLE_COUNTS
             .iter()
-            .map(|t| {
-                let n = self
-                    .conn
-                    .query_row(&format!("SELECT count(*) FROM \"{t}\""), [], |r| r.get(0))?;
-                Ok((*t, n))
-            })
+            .map(|(t, count)| Ok((*t, count(&self.conn)?)))
             .collect()
     }
 }
@@ -174,11 +148,28 @@ fn configure(conn: &Connection) -> Result<()> {
     conn.pragma_update(None, "mmap_size", 536_870_912)?; // 512 MiB
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     conn.pragma_update(None, "analysis_limit", ANALYSIS_LIMIT)?;
-    let mut sql = String::new();
-    for t in PLANNER_STATISTICS_TABLES {
-        sql.push_str(&format!("ANALYZE \"{t}\";"));
+    // Planner statistics for the tables the hot queries plan over. The append-only logs
+    // (session_events, run_journal) are left out: they are large and their queries go by key.
+    for analyze in [
+        query!("ANALYZE accounts"),
+        query!("ANALYZE account_authorizations"),
+        query!("ANALYZE agents"),
+        query!("ANALYZE agent_collaborators"),
+        query!("ANALYZE agent_drafts"),
+        query!("ANALYZE agent_triggers"),
+        query!("ANALYZE mcp_servers"),
+        query!("ANALYZE model_providers"),
+        query!("ANALYZE run_event_waits"),
+        query!("ANALYZE runs"),
+        query!("ANALYZE secrets"),
+        query!("ANALYZE session_continuations"),
+        query!("ANALYZE sessions"),
+        query!("ANALYZE tool_documents"),
+        query!("ANALYZE trigger_event_claims"),
+        query!("ANALYZE trigger_firings"),
+    ] {
+        analyze.execute(conn)?;
     }
-    conn.execute_batch(&sql)?;
     Ok(())
 }
 

@@ -223,9 +223,20 @@ impl<T> Holds<T> for Option<T> {}
 #[doc(hidden)]
 pub fn field_check<C, F: Holds<C>>() {}
 
-/// The same check when only an accessor of the field is at hand (`query_as!` on a user type).
+/// [`Holds`] for a field reached through an accessor, with a marker type `N` named after the
+/// field so the message can say which field (`query_as!` cannot see the user type's fields).
+#[diagnostic::on_unimplemented(
+    message = "field `{N}` of type `{Self}` cannot hold its column, which is `{C}`",
+    label = "field `{N}` must be `{C}` (or an `Option` of a non-null column's type)"
+)]
+pub trait HoldsField<C, N> {}
+
+impl<T, N> HoldsField<T, N> for T {}
+impl<T, N> HoldsField<T, N> for Option<T> {}
+
+/// The field check of `query_as!`, through an accessor of the field.
 #[doc(hidden)]
-pub fn field_check_by<C, S, F: Holds<C>, N>(_field: fn(&S) -> &F, _name: N) {}
+pub fn field_check_by<C, S, F: HoldsField<C, N>, N>(_field: fn(&S) -> &F, _name: N) {}
 
 /// Reads a value through [`FromSql`]: used where a field's type is not known to the macro.
 #[doc(hidden)]

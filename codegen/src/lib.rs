@@ -20,6 +20,8 @@ pub mod introspect;
 pub mod lock;
 pub mod model;
 pub mod project;
+#[cfg(feature = "emit")]
+pub mod query;
 pub mod sql;
 
 #[cfg(feature = "emit")]

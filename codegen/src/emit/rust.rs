@@ -111,6 +111,10 @@ fn module(
         quote! { (#file, #text) }
     });
     let table_names = project.fresh.tables.keys();
+    let table_counts = project.fresh.tables.keys().map(|t| {
+        let m = ident(&snake_case(t));
+        quote!((#t, #m::count_all))
+    });
     let mut tables = Vec::new();
     for table in project.fresh.tables.values() {
         let gen = TableGen::new(&project.annotations, &project.schema_path, rt, table)?;
@@ -139,6 +143,10 @@ fn module(
 
         /// Every table's name, in name order.
         pub const TABLES: &[&str] = &[#(#table_names),*];
+
+        /// Every table's name with its `count_all` helper, in name order.
+        pub static TABLE_COUNTS: &[(&str, fn(&#rt::rusqlite::Connection) -> #rt::Result<i64>)] =
+            &[#(#table_counts),*];
 
         #(#tables)*
     })
@@ -179,6 +187,8 @@ enum Shape {
     One,
     /// Every row.
     Many,
+    /// One integer (a count).
+    Scalar,
 }
 
 struct TableGen<'a> {
@@ -837,6 +847,14 @@ impl<'a> TableGen<'a> {
             }
         }
 
+        // count_all: the one unscoped helper, for reports such as `seed-agents-db open`.
+        {
+            let sql = format!("SELECT count(*) FROM {tname}");
+            let summary = "Counts the rows of the whole table, across every account (for reports).";
+            out.push(self.helper("count_all", summary, &[], &sql, Shape::Scalar, None));
+            names.insert("count_all".to_string());
+        }
+
         // insert
         let writable: Vec<&ColGen<'_>> =
             self.columns.iter().filter(|c| c.col.hidden == 0).collect();
@@ -927,6 +945,7 @@ impl<'a> TableGen<'a> {
             Shape::Unit | Shape::Count => {
                 "Fails when SQLite fails, for example on a constraint violation."
             }
+            Shape::Scalar => "Fails when SQLite fails.",
             Shape::One | Shape::Many => {
                 "Fails when SQLite fails or a stored value does not decode (see [`Row::from_row`])."
             }
@@ -972,6 +991,13 @@ impl<'a> TableGen<'a> {
                     #bind
                     conn.prepare_cached(SQL)?.execute(params)?;
                     Ok(())
+                },
+            ),
+            Shape::Scalar => (
+                quote!(i64),
+                quote! {
+                    #bind
+                    Ok(conn.prepare_cached(SQL)?.query_row(params, |r| r.get(0))?)
                 },
             ),
             Shape::Count => (

@@ -1,0 +1,177 @@
+//! The checked-SQL macros at run time: typed records, user types, partial projections, and the
+//! typed errors of values outside their set.
+
+use seed_agents_store::schema::{accounts, runs};
+use seed_agents_store::{query, query_as, Error, Row, Store};
+
+const T: i64 = 1_764_000_000_000;
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("m.sqlite")).unwrap();
+    accounts::insert(
+        store.conn(),
+        &accounts::Row {
+            id: "acct".into(),
+            created_at: T,
+            updated_at: T,
+        },
+    )
+    .unwrap();
+    for (id, status, title) in [("r1", "queued", Some("one")), ("r2", "running", None)] {
+        query!(
+            "INSERT INTO runs (id, account_id, root_run_id, kind, origin, title, input_cbor, status, created_at, updated_at) \
+             VALUES (?1, 'acct', ?1, 'agent', 'user', ?2, x'a0', ?3, ?4, ?4)",
+            id,
+            title,
+            status,
+            T
+        )
+        .execute(store.conn())
+        .unwrap();
+    }
+    (dir, store)
+}
+
+#[test]
+fn query_types_rows_from_the_schema() {
+    let (_d, store) = store();
+    let rows = query!(
+        "SELECT id, status, title, depth, created_at FROM runs WHERE account_id = ?1 ORDER BY id",
+        "acct"
+    )
+    .fetch_all(store.conn())
+    .unwrap();
+    assert_eq!(rows.len(), 2);
+    let first = &rows[0];
+    let id: &String = &first.id;
+    let status: runs::Status = first.status;
+    let title: &Option<String> = &first.title;
+    assert_eq!(
+        (id.as_str(), status, title.as_deref()),
+        ("r1", runs::Status::Queued, Some("one"))
+    );
+    assert_eq!(rows[1].title, None);
+    assert_eq!(first.depth, 0);
+}
+
+#[test]
+fn expressions_are_optional_unless_cast() {
+    let (_d, store) = store();
+    let row = query!(
+        "SELECT count(*) AS n, CAST(max(depth) AS INTEGER) AS deepest FROM runs WHERE account_id = ?1",
+        "acct"
+    )
+    .fetch_one(store.conn())
+    .unwrap();
+    let n: Option<rusqlite::types::Value> = row.n;
+    assert_eq!(n, Some(rusqlite::types::Value::Integer(2)));
+    let deepest: Option<i64> = row.deepest;
+    assert_eq!(deepest, Some(0));
+}
+
+#[test]
+fn outer_joins_make_table_columns_optional() {
+    let (_d, store) = store();
+    let rows = query!(
+        "SELECT r.id, s.title FROM runs r LEFT JOIN sessions s ON s.id = r.session_id WHERE r.account_id = ?1 ORDER BY r.id",
+        "acct"
+    )
+    .fetch_all(store.conn())
+    .unwrap();
+    let id: &Option<String> = &rows[0].id;
+    assert_eq!(id.as_deref(), Some("r1"));
+    assert_eq!(rows[0].title, None);
+}
+
+#[derive(Debug, PartialEq)]
+struct Summary {
+    id: String,
+    status: runs::Status,
+    title: Option<String>,
+}
+
+#[test]
+fn query_as_fills_a_user_type() {
+    let (_d, store) = store();
+    let s = query_as!(
+        Summary,
+        "SELECT id, status, title FROM runs WHERE account_id = ?1 AND id = ?2",
+        "acct",
+        "r2"
+    )
+    .fetch_one(store.conn())
+    .unwrap();
+    assert_eq!(
+        s,
+        Summary {
+            id: "r2".into(),
+            status: runs::Status::Running,
+            title: None
+        }
+    );
+    let none = query_as!(
+        Summary,
+        "SELECT id, status, title FROM runs WHERE id = ?1",
+        "zz"
+    )
+    .fetch_optional(store.conn())
+    .unwrap();
+    assert!(none.is_none());
+    let err = query_as!(
+        Summary,
+        "SELECT id, status, title FROM runs WHERE id = ?1",
+        "zz"
+    )
+    .fetch_one(store.conn())
+    .unwrap_err();
+    assert!(matches!(err, Error::NoRows { .. }), "{err}");
+}
+
+#[derive(Debug, PartialEq, Row)]
+#[row(table = "runs")]
+struct Lease {
+    id: String,
+    lease_owner: Option<String>,
+    attempt: i64,
+    queue: runs::Queue,
+}
+
+#[test]
+fn derive_row_projects_columns() {
+    let (_d, store) = store();
+    assert_eq!(
+        Lease::COLUMN_LIST,
+        r#""id", "lease_owner", "attempt", "queue""#
+    );
+    let sql = format!("SELECT {} FROM runs WHERE id = ?1", Lease::COLUMN_LIST);
+    let lease = store
+        .conn()
+        .query_row(&sql, ["r1"], |r| Ok(Lease::from_row(r)))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        lease,
+        Lease {
+            id: "r1".into(),
+            lease_owner: None,
+            attempt: 0,
+            queue: runs::Queue::Background
+        }
+    );
+}
+
+#[test]
+fn a_value_outside_its_enum_is_a_typed_error_through_the_macros_too() {
+    let (_d, store) = store();
+    query!("UPDATE runs SET status = 'exploded' WHERE id = ?1", "r1")
+        .execute(store.conn())
+        .unwrap();
+    let err = query!("SELECT status FROM runs WHERE id = ?1", "r1")
+        .fetch_one(store.conn())
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::UnknownEnumValue { table: "runs", column: "status", ref value } if value == "exploded"),
+        "{err}"
+    );
+}

@@ -1,0 +1,8 @@
+#[derive(seed_agents_store::Row)]
+#[row(table = "runs")]
+struct RunDepth {
+    id: String,
+    depth: String,
+}
+
+fn main() {}
