@@ -6,13 +6,13 @@
 //! value outside an enum's set or a bool other than 0/1 is the same typed error everywhere.
 
 use crate::error::{Error, Result};
-use rusqlite::types::{FromSql, ToSql, Value};
+use rusqlite::types::{ToSql, Value};
 use rusqlite::{Connection, Row};
 
 /// A statement checked at compile time, ready to run on a connection.
 pub struct Query<'a, R> {
     sql: &'static str,
-    params: Vec<&'a dyn ToSql>,
+    params: &'a [&'a dyn ToSql],
     decode: fn(&Row<'_>) -> Result<R>,
 }
 
@@ -30,7 +30,7 @@ impl<'a, R> Query<'a, R> {
     #[doc(hidden)]
     pub fn new(
         sql: &'static str,
-        params: Vec<&'a dyn ToSql>,
+        params: &'a [&'a dyn ToSql],
         decode: fn(&Row<'_>) -> Result<R>,
     ) -> Self {
         Query {
@@ -50,12 +50,12 @@ impl<'a, R> Query<'a, R> {
     /// # Errors
     /// [`Error::Sqlite`] when SQLite fails, or a decoding error of a value (see [`FromColumn`]).
     pub fn fetch_all(self, conn: &Connection) -> Result<Vec<R>> {
-        let mut stmt = conn.prepare_cached(self.sql)?;
-        let mut rows = stmt.query(self.params.as_slice())?;
+        let decode = self.decode;
         let mut out = Vec::new();
-        while let Some(row) = rows.next()? {
-            out.push((self.decode)(row)?);
-        }
+        each_row(conn, self.sql, self.params, &mut |row| {
+            out.push(decode(row)?);
+            Ok(true)
+        })?;
         Ok(out)
     }
 
@@ -64,12 +64,13 @@ impl<'a, R> Query<'a, R> {
     /// # Errors
     /// As [`Query::fetch_all`].
     pub fn fetch_optional(self, conn: &Connection) -> Result<Option<R>> {
-        let mut stmt = conn.prepare_cached(self.sql)?;
-        let mut rows = stmt.query(self.params.as_slice())?;
-        match rows.next()? {
-            Some(row) => Ok(Some((self.decode)(row)?)),
-            None => Ok(None),
-        }
+        let decode = self.decode;
+        let mut out = None;
+        each_row(conn, self.sql, self.params, &mut |row| {
+            out = Some(decode(row)?);
+            Ok(false)
+        })?;
+        Ok(out)
     }
 
     /// The first row.
@@ -87,8 +88,26 @@ impl<'a, R> Query<'a, R> {
     /// [`Error::Sqlite`] when SQLite fails (including when the statement returns rows).
     pub fn execute(self, conn: &Connection) -> Result<usize> {
         let mut stmt = conn.prepare_cached(self.sql)?;
-        Ok(stmt.execute(self.params.as_slice())?)
+        Ok(stmt.execute(self.params)?)
     }
+}
+
+/// Runs `sql` and hands each row to `f` until it returns `false`. Not generic, so the hundreds of
+/// record types the macros create share one copy of the statement loop.
+fn each_row(
+    conn: &Connection,
+    sql: &str,
+    params: &[&dyn ToSql],
+    f: &mut dyn FnMut(&Row<'_>) -> Result<bool>,
+) -> Result<()> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query(params)?;
+    while let Some(row) = rows.next()? {
+        if !f(row)? {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// Decodes one column of a result row into a field type, naming the table and column in errors.
@@ -237,9 +256,3 @@ impl<T, N> HoldsField<T, N> for Option<T> {}
 /// The field check of `query_as!`, through an accessor of the field.
 #[doc(hidden)]
 pub fn field_check_by<C, S, F: HoldsField<C, N>, N>(_field: fn(&S) -> &F, _name: N) {}
-
-/// Reads a value through [`FromSql`]: used where a field's type is not known to the macro.
-#[doc(hidden)]
-pub fn value_from_sql<T: FromSql>(row: &Row<'_>, idx: usize) -> Result<T> {
-    Ok(row.get(idx)?)
-}

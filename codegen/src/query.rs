@@ -49,10 +49,11 @@ pub struct Described {
 pub struct Checker {
     conn: Connection,
     baseline: Baseline,
+    /// (table, column) -> (the column's Rust type as source text, NOT NULL), computed once.
+    types: BTreeMap<(String, String), (String, bool)>,
     // Kept as text and parsed per expansion: tokens must not outlive the macro call that made
     // them, and the checker outlives every call.
     runtime: String,
-    schema: String,
 }
 
 impl std::fmt::Debug for Checker {
@@ -81,10 +82,22 @@ impl Checker {
             source,
         })?;
         execute_file(&conn, &baseline.schema_path, &baseline.schema_sql)?;
+        let rt: syn::Path = syn::parse_str(runtime).expect("checked above");
+        let schema_path: syn::Path = syn::parse_str(schema).expect("checked above");
+        let mut types = BTreeMap::new();
+        for (tname, table) in &baseline.fresh.tables {
+            for cname in table.columns.keys() {
+                if let Some((ty, not_null)) =
+                    column_type(&baseline, tname, cname, &rt, &schema_path)?
+                {
+                    types.insert((tname.clone(), cname.clone()), (ty.to_string(), not_null));
+                }
+            }
+        }
         Ok(Checker {
             conn,
+            types,
             runtime: runtime.to_string(),
-            schema: schema.to_string(),
             baseline,
         })
     }
@@ -385,9 +398,13 @@ impl Checker {
     }
 
     fn column_type(&self, table: &str, column: &str) -> syn::Result<Option<(TokenStream, bool)>> {
-        let schema: syn::Path = syn::parse_str(&self.schema).expect("checked in Checker::new");
-        column_type(&self.baseline, table, column, &self.rt(), &schema)
-            .map_err(|e| syn::Error::new(Span::call_site(), e.to_string()))
+        let Some((ty, not_null)) = self.types.get(&(table.to_string(), column.to_string())) else {
+            return Ok(None);
+        };
+        let ty: TokenStream = ty
+            .parse()
+            .map_err(|e| syn::Error::new(Span::call_site(), format!("{e}")))?;
+        Ok(Some((ty, *not_null)))
     }
 
     /// The Rust type of a result column: the table column's generated type, `Option` around it
@@ -454,7 +471,7 @@ impl Checker {
         let params = args
             .iter()
             .map(|a| quote_spanned!(a.span()=> &(#a) as &dyn #rt::rusqlite::ToSql));
-        Ok((quote!(#(#checks)*), quote!(vec![#(#params),*])))
+        Ok((quote!(#(#checks)*), quote!(&[#(#params),*])))
     }
 
     /// `query!("SQL", args...)`: a [`Query`] whose rows are an anonymous record typed from the
@@ -505,7 +522,7 @@ impl Checker {
         Ok(quote! {{
             #checks
             /// A row of a checked query.
-            #[derive(Debug, Clone, PartialEq)]
+            #[derive(Debug)]
             #[allow(non_camel_case_types)]
             struct Record { #(#fields,)* }
             fn __decode(row: &#rt::rusqlite::Row<'_>) -> #rt::Result<Record> {
