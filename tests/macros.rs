@@ -18,7 +18,10 @@ fn store() -> (tempfile::TempDir, Store) {
         },
     )
     .unwrap();
-    for (id, status, title) in [("r1", "queued", Some("one")), ("r2", "running", None)] {
+    for (id, status, title) in [
+        ("r1", runs::Status::Queued, Some("one")),
+        ("r2", runs::Status::Running, None),
+    ] {
         query!(
             "INSERT INTO runs (id, account_id, root_run_id, kind, origin, title, input_cbor, status, created_at, updated_at) \
              VALUES (?1, 'acct', ?1, 'agent', 'user', ?2, x'a0', ?3, ?4, ?4)",
@@ -174,4 +177,40 @@ fn a_value_outside_its_enum_is_a_typed_error_through_the_macros_too() {
         matches!(err, Error::UnknownEnumValue { table: "runs", column: "status", ref value } if value == "exploded"),
         "{err}"
     );
+}
+
+#[test]
+fn numbered_parameters_bind_by_number_not_by_position() {
+    let (_d, store) = store();
+    // ?2 comes first in the text; the arguments are in number order.
+    let n = query!(
+        "UPDATE runs SET status = ?2 WHERE account_id = ?1 AND id = ?3",
+        "acct",
+        runs::Status::Canceled,
+        "r1"
+    )
+    .execute(store.conn())
+    .unwrap();
+    assert_eq!(n, 1);
+    let row = query!("SELECT status FROM runs WHERE id = :id", "r1")
+        .fetch_one(store.conn())
+        .unwrap();
+    assert_eq!(row.status, runs::Status::Canceled);
+}
+
+#[test]
+fn a_parameter_tested_for_null_may_be_none() {
+    let (_d, store) = store();
+    let all = |id: Option<&str>| {
+        query!(
+            "SELECT id FROM runs WHERE account_id = ?1 AND (?2 IS NULL OR id = ?2) ORDER BY id",
+            "acct",
+            id
+        )
+        .fetch_all(store.conn())
+        .unwrap()
+        .len()
+    };
+    assert_eq!(all(None), 2);
+    assert_eq!(all(Some("r2")), 1);
 }

@@ -43,6 +43,8 @@ pub struct Described {
     pub bindings: BTreeMap<usize, (String, String)>,
     /// The statement has an outer join, so any table column may come back NULL.
     pub outer_join: bool,
+    /// Parameters the statement tests for NULL (`?2 IS NULL OR col = ?2`): they may be `None`.
+    pub nullable: std::collections::BTreeSet<usize>,
 }
 
 /// Checks statements against schema.sql and expands the query macros.
@@ -108,11 +110,14 @@ impl Checker {
             rusqlite::Error::SqliteFailure(_, Some(m)) => m,
             other => other.to_string(),
         })?;
-        let tokens: Vec<Token<'_>> = sql::tokenize(sql_text)
-            .map_err(|e| format!("unterminated {} on line {}", e.what, e.line))?
-            .into_iter()
-            .filter(|t| t.kind != TokenKind::Comment)
-            .collect();
+        let tokens = merge_parameters(
+            sql_text,
+            sql::tokenize(sql_text)
+                .map_err(|e| format!("unterminated {} on line {}", e.what, e.line))?
+                .into_iter()
+                .filter(|t| t.kind != TokenKind::Comment)
+                .collect(),
+        );
         let casts = result_casts(&tokens);
         let columns: Vec<ResultColumn> = stmt
             .columns_with_metadata()
@@ -138,6 +143,11 @@ impl Checker {
             }
             stmt.parameter_index(text).ok().flatten()
         };
+        let nullable = tokens
+            .windows(2)
+            .filter(|w| w[1].is_word("IS") && group_params(&w[..1])[0])
+            .filter_map(|w| param_index(&w[0]))
+            .collect();
         let bindings = self.bindings(&tokens, &mut param_index);
         let outer_join = tokens
             .iter()
@@ -147,6 +157,7 @@ impl Checker {
             columns,
             bindings,
             outer_join,
+            nullable,
         })
     }
 
@@ -463,7 +474,12 @@ impl Checker {
         let mut checks = Vec::new();
         for (i, arg) in args.iter().enumerate() {
             if let Some((t, c)) = d.bindings.get(&(i + 1)) {
-                if let Some((ty, _)) = self.column_type(t, c)? {
+                if let Some((ty, not_null)) = self.column_type(t, c)? {
+                    let ty = if not_null && d.nullable.contains(&(i + 1)) {
+                        quote!(Option<#ty>)
+                    } else {
+                        ty
+                    };
                     checks.push(quote_spanned!(arg.span()=> #rt::bind_check::<#ty, _>(&(#arg));));
                 }
             }
@@ -685,25 +701,38 @@ fn resolve_in(baseline: &Baseline, table: &str, column: &str) -> Option<(String,
     Some((table.to_string(), c.clone()))
 }
 
-/// Marks the tokens that are parameters: `?`, `?N`, `:name`, `@name`, `$name`.
+/// Joins each parameter into one token: `?` with an adjacent number (`?3`), and `:`, `@` or `$`
+/// with an adjacent name (`:id`), so a parameter is always a single token.
+fn merge_parameters<'a>(src: &'a str, tokens: Vec<Token<'a>>) -> Vec<Token<'a>> {
+    let mut out: Vec<Token<'a>> = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        if let Some(prev) = out.last_mut() {
+            let adjacent = prev.offset + prev.text.len() == t.offset;
+            let joins = match (prev.text, t.kind) {
+                ("?", TokenKind::Number) => true,
+                (":" | "@" | "$", TokenKind::Word) => true,
+                _ => false,
+            };
+            if adjacent && joins && prev.kind == TokenKind::Punct {
+                prev.text = &src[prev.offset..t.offset + t.text.len()];
+                continue;
+            }
+        }
+        out.push(t);
+    }
+    out
+}
+
+/// Marks the tokens that are parameters: `?`, `?N`, `:name`, `@name`, `$name` (joined by
+/// [`merge_parameters`]).
 fn group_params(tokens: &[Token<'_>]) -> Vec<bool> {
     tokens
         .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            if t.text == "?" {
-                return true;
-            }
-            if t.kind == TokenKind::Punct && [":", "@", "$"].contains(&t.text) {
-                return false;
-            }
-            if t.kind == TokenKind::Word && i > 0 {
-                let p = &tokens[i - 1];
-                return p.kind == TokenKind::Punct
-                    && [":", "@", "$"].contains(&p.text)
-                    && p.offset + 1 == t.offset;
-            }
-            false
+        .map(|t| {
+            t.kind == TokenKind::Punct
+                && (t.text == "?"
+                    || (t.text.len() > 1
+                        && ["?", ":", "@", "$"].iter().any(|p| t.text.starts_with(p))))
         })
         .collect()
 }
