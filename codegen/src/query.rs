@@ -708,11 +708,10 @@ fn merge_parameters<'a>(src: &'a str, tokens: Vec<Token<'a>>) -> Vec<Token<'a>> 
     for t in tokens {
         if let Some(prev) = out.last_mut() {
             let adjacent = prev.offset + prev.text.len() == t.offset;
-            let joins = match (prev.text, t.kind) {
-                ("?", TokenKind::Number) => true,
-                (":" | "@" | "$", TokenKind::Word) => true,
-                _ => false,
-            };
+            let joins = matches!(
+                (prev.text, t.kind),
+                ("?", TokenKind::Number) | (":" | "@" | "$", TokenKind::Word)
+            );
             if adjacent && joins && prev.kind == TokenKind::Punct {
                 prev.text = &src[prev.offset..t.offset + t.text.len()];
                 continue;
