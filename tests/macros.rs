@@ -214,3 +214,16 @@ fn a_parameter_tested_for_null_may_be_none() {
     assert_eq!(all(None), 2);
     assert_eq!(all(Some("r2")), 1);
 }
+
+#[test]
+fn casts_are_read_from_the_outer_select_of_a_with_statement() {
+    let (_d, store) = store();
+    let row = query!(
+        "WITH counted AS (SELECT CAST(count(*) AS TEXT) AS n FROM runs) \
+         SELECT CAST(n AS INTEGER) AS total FROM counted"
+    )
+    .fetch_one(store.conn())
+    .unwrap();
+    let total: Option<i64> = row.total;
+    assert_eq!(total, Some(2));
+}

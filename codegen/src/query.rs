@@ -739,9 +739,17 @@ fn group_params(tokens: &[Token<'_>]) -> Vec<bool> {
 /// The affinity of each top-level `CAST(.. AS type)` result column of a plain SELECT (or a
 /// RETURNING clause); `None` when the list cannot be split reliably.
 fn result_casts(tokens: &[Token<'_>]) -> Option<Vec<Option<Affinity>>> {
-    let start = tokens
-        .iter()
-        .position(|t| t.is_word("SELECT") || t.is_word("RETURNING"))?;
+    // The result list is the first SELECT or RETURNING at the top level (a CTE's own SELECT sits
+    // inside parentheses).
+    let mut level = 0i32;
+    let start = tokens.iter().position(|t| {
+        match t.text {
+            "(" => level += 1,
+            ")" => level -= 1,
+            _ => {}
+        }
+        level == 0 && (t.is_word("SELECT") || t.is_word("RETURNING"))
+    })?;
     let mut items: Vec<Vec<&Token<'_>>> = vec![Vec::new()];
     let mut depth = 0i32;
     for t in &tokens[start + 1..] {

@@ -439,11 +439,12 @@ fn fixture_fragments() {
             "get_by_type",
             "list_by_account_id",
             "list_by_kind",
+            "count_all",
             "insert",
             "update",
             "delete"
         ],
-        "the partial index gets no helper, and no prefix ends on a timestamp"
+        "the partial index gets no helper, no prefix ends on a timestamp, and count_all is the one unscoped helper"
     );
     assert_eq!(
         params(function(widgets, "get_by_type"))[1..],

@@ -12,7 +12,11 @@ fn all_three_macros_work_from_a_downstream_crate() {
     let store = Store::open(dir.path().join("d.sqlite")).unwrap();
     accounts::insert(
         store.conn(),
-        &accounts::Row { id: "acct".into(), created_at: T, updated_at: T },
+        &accounts::Row {
+            id: "acct".into(),
+            created_at: T,
+            updated_at: T,
+        },
     )
     .unwrap();
     query!(
@@ -29,12 +33,19 @@ fn all_three_macros_work_from_a_downstream_crate() {
     )
     .execute(store.conn())
     .unwrap();
-    for (i, status) in ["queued", "running", "queued"].iter().enumerate() {
+    for (i, status) in [
+        runs::Status::Queued,
+        runs::Status::Running,
+        runs::Status::Queued,
+    ]
+    .into_iter()
+    .enumerate()
+    {
         query!(
             "INSERT INTO runs (id, account_id, root_run_id, kind, session_id, origin, input_cbor, status, queue, created_at, updated_at) \
              VALUES (?1, 'acct', ?1, 'agent', 's1', 'user', x'a0', ?2, 'interactive', ?3, ?3)",
             format!("r{i}"),
-            *status,
+            status,
             T + i as i64
         )
         .execute(store.conn())
@@ -43,13 +54,25 @@ fn all_three_macros_work_from_a_downstream_crate() {
     assert_eq!(
         queued(&store, "acct").unwrap(),
         vec![
-            QueuedRun { id: "r0".into(), queue: runs::Queue::Interactive, not_before: None },
-            QueuedRun { id: "r2".into(), queue: runs::Queue::Interactive, not_before: None },
+            QueuedRun {
+                id: "r0".into(),
+                queue: runs::Queue::Interactive,
+                not_before: None
+            },
+            QueuedRun {
+                id: "r2".into(),
+                queue: runs::Queue::Interactive,
+                not_before: None
+            },
         ]
     );
     assert_eq!(
         lines(&store, "acct", "s1").unwrap()[1],
-        RunLine { id: "r1".into(), status: runs::Status::Running, title: None }
+        RunLine {
+            id: "r1".into(),
+            status: runs::Status::Running,
+            title: None
+        }
     );
     assert_eq!(
         status_counts(&store, "acct").unwrap(),
