@@ -148,6 +148,16 @@ pub enum Error {
         /// Bytes the journal holds (before the refused entry).
         bytes: i64,
     },
+    // Tools, MCP, drafts, continuations.
+    /// A caller tried to delete a tool document that is not a lambda: a builtin is withheld by
+    /// disabling it, an MCP projection goes with its server or the agent's reference to it.
+    #[error("the {kind} tool {name:?} cannot be deleted: {}", if *kind == "builtin" { "disable it instead" } else { "remove the MCP server or the agent's reference to it" })]
+    ToolNotDeletable {
+        /// The tool's name.
+        name: String,
+        /// Its kind (`builtin` or `mcp`).
+        kind: &'static str,
+    },
     /// A payload could not be encoded or decoded as DAG-CBOR.
     #[error(transparent)]
     Cbor(#[from] crate::cbor::CborError),

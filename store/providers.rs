@@ -1,1 +1,164 @@
-//! (being written)
+//! Model providers (`model_providers`): an account's provider configurations.
+//!
+//! Invariant: `(account_id, name)` is unique. Create and rename check it and write in one
+//! `BEGIN IMMEDIATE` transaction (with the account touched in the same transaction), so a
+//! duplicate is a typed [`Error::Conflict`] rather than a constraint failure; the unique index
+//! still backs it up. The provider `type` column always equals `config_cbor.type`.
+
+use rusqlite::TransactionBehavior;
+
+use crate::accounts;
+use crate::cbor::Cbor;
+use crate::error::{Error, Result};
+use crate::payload::ModelProviderConfig;
+use crate::schema::model_providers::{self, Row};
+use crate::Store;
+
+/// The longest provider name accepted, in bytes.
+pub const MAX_PROVIDER_NAME_BYTES: usize = 256;
+
+/// Trims and checks a provider name.
+fn provider_name(name: &str) -> Result<&str> {
+    let name = name.trim();
+    let reason = if name.is_empty() {
+        "must not be empty"
+    } else if name.len() > MAX_PROVIDER_NAME_BYTES {
+        "must be at most 256 bytes"
+    } else {
+        return Ok(name);
+    };
+    Err(Error::Invalid {
+        field: "name",
+        reason: reason.into(),
+    })
+}
+
+/// Checks the configuration's type (it is also the `type` column).
+fn provider_type(config: &ModelProviderConfig) -> Result<()> {
+    if config.provider_type.trim().is_empty() {
+        return Err(Error::Invalid {
+            field: "config.type",
+            reason: "must not be empty".into(),
+        });
+    }
+    Ok(())
+}
+
+fn duplicate(name: &str) -> Error {
+    Error::Conflict {
+        what: "model provider",
+        key: name.into(),
+        reason: "the account already has a provider with this name".into(),
+    }
+}
+
+impl Store {
+    /// Creates a provider named `name` (trimmed) in `account_id`.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] (`name`, `config.type`, `accountId`); [`Error::Conflict`] when the
+    /// account already has a provider with that name; [`Error::Sqlite`] or [`Error::Cbor`]
+    /// otherwise.
+    pub fn create_provider(
+        &mut self,
+        account_id: &str,
+        name: &str,
+        config: &ModelProviderConfig,
+    ) -> Result<Row> {
+        let name = provider_name(name)?;
+        provider_type(config)?;
+        let now = self.now_ms();
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        accounts::touch(&tx, account_id, now)?;
+        if model_providers::get_by_name(&tx, account_id, name)?.is_some() {
+            return Err(duplicate(name));
+        }
+        let row = Row {
+            id: accounts::new_id(),
+            account_id: account_id.into(),
+            name: name.into(),
+            r#type: config.provider_type.clone(),
+            config_cbor: Cbor::encode(config)?,
+            created_at: now,
+            updated_at: now,
+        };
+        model_providers::insert(&tx, &row)?;
+        tx.commit()?;
+        Ok(row)
+    }
+
+    /// Replaces a provider's configuration, and renames it when `name` is given.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when the account has no provider `id`; [`Error::Conflict`] when the
+    /// new name is taken by another provider; as [`Store::create_provider`] otherwise.
+    pub fn update_provider(
+        &mut self,
+        account_id: &str,
+        id: &str,
+        name: Option<&str>,
+        config: &ModelProviderConfig,
+    ) -> Result<Row> {
+        let name = name.map(provider_name).transpose()?;
+        provider_type(config)?;
+        let now = self.now_ms();
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut row =
+            model_providers::get(&tx, account_id, id)?.ok_or_else(|| Error::NotFound {
+                what: "model provider",
+                id: id.into(),
+            })?;
+        if let Some(name) = name {
+            if name != row.name {
+                if model_providers::get_by_name(&tx, account_id, name)?.is_some() {
+                    return Err(duplicate(name));
+                }
+                row.name = name.into();
+            }
+        }
+        accounts::touch(&tx, account_id, now)?;
+        row.r#type = config.provider_type.clone();
+        row.config_cbor = Cbor::encode(config)?;
+        row.updated_at = now;
+        model_providers::update(&tx, &row)?;
+        tx.commit()?;
+        Ok(row)
+    }
+
+    /// The provider `id` of `account_id`.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`].
+    pub fn provider(&self, account_id: &str, id: &str) -> Result<Option<Row>> {
+        model_providers::get(self.conn(), account_id, id)
+    }
+
+    /// The provider named `name` (trimmed) of `account_id`.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`].
+    pub fn provider_by_name(&self, account_id: &str, name: &str) -> Result<Option<Row>> {
+        model_providers::get_by_name(self.conn(), account_id, name.trim())
+    }
+
+    /// The providers of `account_id`, by name.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`].
+    pub fn providers(&self, account_id: &str) -> Result<Vec<Row>> {
+        model_providers::list_by_account_id(self.conn(), account_id)
+    }
+
+    /// Deletes a provider; returns whether there was one. Secrets its `secretRefs` name are
+    /// left alone (they belong to the account, not the provider).
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`].
+    pub fn delete_provider(&self, account_id: &str, id: &str) -> Result<bool> {
+        Ok(model_providers::delete(self.conn(), account_id, id)? > 0)
+    }
+}

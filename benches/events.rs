@@ -1,0 +1,279 @@
+//! The Log against the plain rusqlite way of doing the same work.
+//!
+//! - `event_append_<sync>`: one user message per `BEGIN IMMEDIATE` transaction, seq allocation
+//!   and both rollup updates included, with `synchronous=FULL` and `NORMAL` (targets:
+//!   store / plain at most 1.15). The plain side runs the same statements through
+//!   `prepare_cached`, encodes with `serde_ipld_dagcbor` and makes ids the same way.
+//! - `event_replay_1000`: every event of a 1,000-event session (target at most 1.05).
+//!
+//! Each side has its own database file of the same shape, so neither reads the other's rows.
+//!
+//! The machine these run on is shared and has two cores, so criterion's separate groups drift
+//! with the load. Before them, `paired` alternates the two sides call by call (swapping which
+//! goes first every round) and prints the ratio of the medians and the appends per second: both
+//! sides see the same load, so that ratio is the one to read.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+use seed_agents_store::accounts::new_id;
+use seed_agents_store::agents::NewAgent;
+use seed_agents_store::payload::*;
+use seed_agents_store::sessions::NewSession;
+use seed_agents_store::Store;
+use std::time::{Duration, Instant};
+
+const ACCOUNT: &str = "acct";
+const REPLAYED: usize = 1_000;
+
+fn event(i: usize) -> SessionEventPayload {
+    SessionEventPayload::Message(MessageEvent {
+        role: MessageRole::User,
+        content: format!("message number {i}: please look at the attached notes"),
+        tool_call_id: None,
+        raw_markdown: None,
+        blocks: None,
+        context_lines: None,
+        attachments: None,
+        actor: Some(SessionActor::User),
+        meta: Some(SessionEventMeta {
+            account_id: Some(ACCOUNT.into()),
+            signer_id: Some("signer".into()),
+            ..SessionEventMeta::default()
+        }),
+        extra: OpenMap::new(),
+    })
+}
+
+/// A store with one agent and one top-level session; returns the session id.
+fn setup(dir: &tempfile::TempDir, name: &str, synchronous: &str) -> (Store, String) {
+    let mut store = Store::open(dir.path().join(name)).unwrap();
+    store
+        .conn()
+        .pragma_update(None, "synchronous", synchronous)
+        .unwrap();
+    let agent = store
+        .create_agent(
+            ACCOUNT,
+            &NewAgent {
+                definition: AgentDefinition::default(),
+                state_dir: "/d/agent".into(),
+                public_read: false,
+                public_chat: false,
+            },
+        )
+        .unwrap()
+        .id;
+    let session = store
+        .create_session(
+            ACCOUNT,
+            &NewSession {
+                agent_id: agent,
+                ..NewSession::default()
+            },
+        )
+        .unwrap()
+        .id;
+    (store, session)
+}
+
+/// The append, written by hand: the same statements as the store's, the same rollup rule
+/// (a user message in a top-level session moves the message columns).
+fn plain_append(conn: &mut Connection, now: i64, session_id: &str, event: &SessionEventPayload) {
+    let bytes = serde_ipld_dagcbor::to_vec(event).unwrap();
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .unwrap();
+    let (agent_id, top_level, seq): (String, bool, i64) = tx
+        .prepare_cached(
+            "SELECT s.agent_id, s.parent_session_id IS NULL, \
+             (SELECT COALESCE(MAX(e.seq), 0) + 1 FROM session_events e WHERE e.session_id = s.id) \
+             FROM sessions s WHERE s.id = ?1",
+        )
+        .unwrap()
+        .query_row([session_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()
+        .unwrap()
+        .unwrap();
+    tx.prepare_cached(
+        "INSERT INTO session_events (id, session_id, seq, event_cbor, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .unwrap()
+    .execute((new_id(), session_id, seq, &bytes, now))
+    .unwrap();
+    assert!(top_level);
+    tx.prepare_cached(
+        "UPDATE agents SET activity_at = ?1, activity_kind = ?2, message_at = ?1, \
+         message_from = ?3, activity_session_id = ?4 WHERE id = ?5",
+    )
+    .unwrap()
+    .execute((now, "message", "user", session_id, &agent_id))
+    .unwrap();
+    tx.prepare_cached(
+        "UPDATE sessions SET updated_at = ?1, message_at = ?1, message_from = ?2 WHERE id = ?3",
+    )
+    .unwrap()
+    .execute((now, "user", session_id))
+    .unwrap();
+    tx.commit().unwrap();
+}
+
+/// An event row as hand-written code would hold it.
+#[allow(dead_code)]
+struct PlainEvent {
+    id: String,
+    session_id: String,
+    seq: i64,
+    event_cbor: Vec<u8>,
+    created_at: i64,
+}
+
+fn plain_replay(conn: &Connection, session_id: &str, after: i64) -> Vec<PlainEvent> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, session_id, seq, event_cbor, created_at FROM session_events \
+             WHERE session_id = ?1 AND seq > ?2 ORDER BY seq ASC LIMIT ?3",
+        )
+        .unwrap();
+    let rows = stmt
+        .query_map((session_id, after, -1i64), |r| {
+            Ok(PlainEvent {
+                id: r.get(0)?,
+                session_id: r.get(1)?,
+                seq: r.get(2)?,
+                event_cbor: r.get(3)?,
+                created_at: r.get(4)?,
+            })
+        })
+        .unwrap();
+    rows.collect::<rusqlite::Result<_>>().unwrap()
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Runs `store` and `plain` alternately `rounds` times and prints the ratio of their medians.
+fn paired(label: &str, rounds: usize, mut store: impl FnMut(), mut plain: impl FnMut()) {
+    let (mut s, mut p) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    for round in 0..rounds {
+        let time = |f: &mut dyn FnMut(), out: &mut Vec<Duration>| {
+            let start = Instant::now();
+            f();
+            out.push(start.elapsed());
+        };
+        if round % 2 == 0 {
+            time(&mut store, &mut s);
+            time(&mut plain, &mut p);
+        } else {
+            time(&mut plain, &mut p);
+            time(&mut store, &mut s);
+        }
+    }
+    let (ms, mp) = (median(s), median(p));
+    eprintln!(
+        "paired {label}: store {ms:?}, plain {mp:?}, ratio {:.3}, store {:.0}/s, plain {:.0}/s",
+        ms.as_secs_f64() / mp.as_secs_f64(),
+        1.0 / ms.as_secs_f64(),
+        1.0 / mp.as_secs_f64()
+    );
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for (synchronous, rounds) in [("FULL", 600), ("NORMAL", 3_000)] {
+        let (mut store, session) = setup(
+            &dir,
+            &format!("paired-store-{synchronous}.sqlite"),
+            synchronous,
+        );
+        let (mut plain, plain_session) = setup(
+            &dir,
+            &format!("paired-plain-{synchronous}.sqlite"),
+            synchronous,
+        );
+        let (mut i, mut j) = (0, 0);
+        paired(
+            &format!("event_append_{synchronous}"),
+            rounds,
+            || {
+                i += 1;
+                store.append_event(&session, &event(i)).unwrap();
+            },
+            || {
+                j += 1;
+                let now = plain.now_ms();
+                plain_append(plain.conn_mut(), now, &plain_session, &event(j));
+            },
+        );
+    }
+    for synchronous in ["FULL", "NORMAL"] {
+        let (mut store, session) = setup(&dir, &format!("store-{synchronous}.sqlite"), synchronous);
+        let (mut plain, plain_session) =
+            setup(&dir, &format!("plain-{synchronous}.sqlite"), synchronous);
+        let mut g = c.benchmark_group(format!("event_append_{synchronous}"));
+        g.measurement_time(Duration::from_secs(8));
+        g.sample_size(30);
+        let mut i = 0;
+        g.bench_function("store", |b| {
+            b.iter(|| {
+                i += 1;
+                store.append_event(&session, &event(i)).unwrap()
+            })
+        });
+        let mut i = 0;
+        g.bench_function("plain", |b| {
+            b.iter(|| {
+                i += 1;
+                let now = plain.now_ms();
+                plain_append(plain.conn_mut(), now, &plain_session, &event(i));
+            })
+        });
+        g.finish();
+    }
+
+    let (mut store, session) = setup(&dir, "replay-store.sqlite", "NORMAL");
+    let (mut plain, plain_session) = setup(&dir, "replay-plain.sqlite", "NORMAL");
+    for i in 0..REPLAYED {
+        store.append_event(&session, &event(i)).unwrap();
+        let now = plain.now_ms();
+        plain_append(plain.conn_mut(), now, &plain_session, &event(i));
+    }
+    paired(
+        "event_replay_1000",
+        300,
+        || {
+            assert_eq!(
+                store.events_after(&session, 0, None).unwrap().len(),
+                REPLAYED
+            )
+        },
+        || {
+            assert_eq!(
+                plain_replay(plain.conn(), &plain_session, 0).len(),
+                REPLAYED
+            )
+        },
+    );
+    let mut g = c.benchmark_group("event_replay_1000");
+    g.measurement_time(Duration::from_secs(5));
+    g.bench_function("store", |b| {
+        b.iter(|| {
+            let events = store.events_after(&session, 0, None).unwrap();
+            assert_eq!(events.len(), REPLAYED);
+            events
+        })
+    });
+    g.bench_function("plain", |b| {
+        b.iter(|| {
+            let events = plain_replay(plain.conn(), &plain_session, 0);
+            assert_eq!(events.len(), REPLAYED);
+            events
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
