@@ -1,1 +1,438 @@
-//! (being written)
+//! Waits and signals (`run_event_waits`): what a parked run listens for, and the exactly-once
+//! delivery that wakes it.
+//!
+//! Invariant: a wait is resolved at most once. Delivery (a signal, an activity event, or a
+//! timeout) is one `BEGIN IMMEDIATE` transaction that checks the wait row still exists and its
+//! run is still waiting, journals the `event` entry through the journal's one allocator, requeues
+//! the run and deletes every wait of the run. Whichever of signal, timeout or cancel commits first
+//! deletes the wait rows, so the others find nothing, write nothing, and say so.
+//!
+//! Match rules ([`matches_signal`], [`matches_activity`]): a `signal` matches that exact signal;
+//! a match with neither a signal nor activity criteria matches any signal; activity criteria
+//! never match a signal; activity criteria (`eventType`, `resource`, `author`, each optional)
+//! match an activity event when every present one is equal, resources compared without their
+//! version and query.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::cbor::Cbor;
+use crate::error::{Error, Result};
+use crate::journal::{append_in_tx, Appended};
+use crate::payload::{
+    Ipld, JournalEntryBody, OpenMap, RunWait, RunWaitEvent, WaitMatch, WorkflowJournalEntry,
+};
+use crate::runs::{delete_waits, is_terminal, load_run, park_in_tx, requeue_waiting};
+use crate::schema::run_event_waits;
+use crate::schema::runs::{self, Status};
+use crate::{query, Store};
+
+/// Waits whose timeout is due, oldest timeout first. ?1 now.
+macro_rules! timeout_sweep_query {
+    ($now:expr) => {
+        query!(
+            "SELECT account_id, run_id, wait_id FROM run_event_waits INDEXED BY run_event_waits_by_timeout
+     WHERE timeout_at <= ?1 ORDER BY timeout_at",
+            $now
+        )
+    };
+}
+
+/// The checked SQL of the timeout sweep, for the query-plan tests
+/// ([`crate::runs::hot_queries`]).
+pub(crate) fn timeout_sweep_sql() -> &'static str {
+    timeout_sweep_query!(0_i64).sql()
+}
+
+/// An event of the activity feed, offered to activity waits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActivityEvent {
+    /// The event type.
+    pub event_type: String,
+    /// The resource it concerns (an `hm://` URL; version and query are ignored when matching).
+    pub resource: String,
+    /// Its author.
+    pub author: String,
+    /// What is journaled as the event's payload.
+    pub payload: Option<Ipld>,
+}
+
+/// A wait resolved by a delivery or a timeout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivered {
+    /// The run, now queued again.
+    pub run_id: String,
+    /// The wait that was resolved.
+    pub wait_id: String,
+    /// The seq of the journal's `event` entry.
+    pub seq: i64,
+}
+
+/// What a signal delivery did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignalOutcome {
+    /// Delivered: journaled, run requeued, its waits deleted.
+    Delivered(Delivered),
+    /// No waiting run had a matching wait (none registered, already delivered, timed out or
+    /// canceled): nothing was written.
+    NotDelivered,
+}
+
+/// The criteria a [`WaitMatch`] holds, whatever variant it decoded as.
+#[derive(Debug, Default)]
+struct Criteria<'a> {
+    signal: Option<&'a str>,
+    event_type: Option<&'a str>,
+    resource: Option<&'a str>,
+    author: Option<&'a str>,
+}
+
+impl Criteria<'_> {
+    fn has_activity(&self) -> bool {
+        self.event_type.is_some() || self.resource.is_some() || self.author.is_some()
+    }
+}
+
+fn criteria(m: &WaitMatch) -> Criteria<'_> {
+    fn text<'a>(map: &'a OpenMap, key: &str) -> Option<&'a str> {
+        match map.get(key) {
+            Some(Ipld::String(s)) => Some(s),
+            _ => None,
+        }
+    }
+    match m {
+        WaitMatch::Signal(s) => Criteria {
+            signal: Some(&s.signal),
+            ..Criteria::default()
+        },
+        WaitMatch::Activity(a) => Criteria {
+            signal: None,
+            event_type: Some(&a.event_type),
+            resource: Some(&a.resource),
+            author: Some(&a.author),
+        },
+        WaitMatch::Other(map) => Criteria {
+            signal: text(map, "signal"),
+            event_type: text(map, "eventType"),
+            resource: text(map, "resource"),
+            author: text(map, "author"),
+        },
+    }
+}
+
+/// A resource without its version and query (`hm://a/doc?v=bafy..#frag` is `hm://a/doc`).
+pub fn resource_base(resource: &str) -> &str {
+    let end = resource.find(['?', '#']).unwrap_or(resource.len());
+    &resource[..end]
+}
+
+/// Whether a wait with criteria `m` is answered by the signal `signal`.
+pub fn matches_signal(m: &WaitMatch, signal: &str) -> bool {
+    let c = criteria(m);
+    match c.signal {
+        Some(wanted) => wanted == signal,
+        None => !c.has_activity(),
+    }
+}
+
+/// Whether a wait with criteria `m` is answered by the activity event `event`.
+pub fn matches_activity(m: &WaitMatch, event: &ActivityEvent) -> bool {
+    let c = criteria(m);
+    if c.signal.is_some() || !c.has_activity() {
+        return false;
+    }
+    c.event_type.is_none_or(|t| t == event.event_type)
+        && c.author.is_none_or(|a| a == event.author)
+        && c.resource
+            .is_none_or(|r| resource_base(r) == resource_base(&event.resource))
+}
+
+/// The `callSeq` of the journal's `wait` entry registering `wait_id` (its `waitId` field), else
+/// `wait_id` read as a number, else 0.
+fn wait_call_seq(conn: &Connection, run_id: &str, wait_id: &str) -> Result<u64> {
+    // Newest first, one entry per step (the registering entry is normally among the last), so
+    // the journal is never read further back than needed.
+    let mut before = i64::MAX;
+    while let Some(row) = query!(
+        "SELECT seq, entry_cbor FROM run_journal WHERE run_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT 1",
+        run_id,
+        before
+    )
+    .fetch_optional(conn)?
+    {
+        before = row.seq;
+        if let Ok(WorkflowJournalEntry::Wait(body)) = row.entry_cbor.decode() {
+            if matches!(body.extra.get("waitId"), Some(Ipld::String(id)) if id == wait_id) {
+                return Ok(body.call_seq);
+            }
+        }
+    }
+    Ok(wait_id.parse().unwrap_or(0))
+}
+
+/// Resolves the wait `(run_id, wait_id)` inside the caller's IMMEDIATE transaction: journals an
+/// `event` entry carrying `fields`, requeues the run, deletes its waits. `None` (nothing written)
+/// when the wait is gone or its run is not waiting.
+pub(crate) fn resolve_wait(
+    conn: &Connection,
+    account_id: &str,
+    run_id: &str,
+    wait_id: &str,
+    mut fields: OpenMap,
+    now: i64,
+) -> Result<Option<Delivered>> {
+    if run_event_waits::get(conn, account_id, run_id, wait_id)?.is_none() {
+        return Ok(None);
+    }
+    let mut run = load_run(conn, account_id, run_id)?;
+    if run.status != Status::Waiting {
+        return Ok(None);
+    }
+    let call_seq = wait_call_seq(conn, run_id, wait_id)?;
+    fields.insert("waitId".into(), Ipld::String(wait_id.to_owned()));
+    let entry = WorkflowJournalEntry::Event(JournalEntryBody {
+        call_seq,
+        key: None,
+        extra: fields,
+    });
+    match append_in_tx(conn, account_id, run_id, &entry, now)? {
+        Appended::Seq(seq) => {
+            delete_waits(conn, run_id)?;
+            requeue_waiting(conn, &mut run, now)?;
+            Ok(Some(Delivered {
+                run_id: run_id.to_owned(),
+                wait_id: wait_id.to_owned(),
+                seq,
+            }))
+        }
+        // The run failed with journal-cap (its waits went with it): nothing was delivered.
+        Appended::Capped { .. } => Ok(None),
+    }
+}
+
+/// Checks a wait id.
+fn check_wait_id(wait_id: &str) -> Result<()> {
+    if wait_id.trim().is_empty() {
+        return Err(Error::Invalid {
+            field: "wait_id",
+            reason: "must not be empty".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Upserts a wait inside the caller's transaction, keeping `created_at` of an existing row.
+fn upsert_wait(
+    conn: &Connection,
+    run: &runs::Row,
+    wait_id: &str,
+    criteria: &WaitMatch,
+    timeout_at: Option<i64>,
+    now: i64,
+) -> Result<()> {
+    let criteria = Cbor::encode(criteria)?;
+    query!(
+        "INSERT INTO run_event_waits (run_id, wait_id, account_id, match_cbor, timeout_at, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (run_id, wait_id) DO UPDATE SET match_cbor = excluded.match_cbor, timeout_at = excluded.timeout_at",
+        run.id,
+        wait_id,
+        run.account_id,
+        criteria,
+        timeout_at,
+        now
+    )
+    .execute(conn)?;
+    Ok(())
+}
+
+impl Store {
+    /// Registers (or re-registers, keeping `created_at`) a wait of a live run.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for an empty wait id, [`Error::Conflict`] when the run is terminal,
+    /// [`Error::NotFound`] when it is not in the account.
+    pub fn register_wait(
+        &mut self,
+        account_id: &str,
+        run_id: &str,
+        wait_id: &str,
+        criteria: &WaitMatch,
+        timeout_at: Option<i64>,
+    ) -> Result<run_event_waits::Row> {
+        check_wait_id(wait_id)?;
+        let now = self.now_ms();
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let run = load_run(&tx, account_id, run_id)?;
+        if is_terminal(run.status) {
+            return Err(Error::Conflict {
+                what: "run",
+                key: run_id.to_owned(),
+                reason: format!("cannot wait: the run is {}", run.status),
+            });
+        }
+        upsert_wait(&tx, &run, wait_id, criteria, timeout_at, now)?;
+        let row = run_event_waits::get(&tx, account_id, run_id, wait_id)?.ok_or_else(|| {
+            Error::NotFound {
+                what: "wait",
+                id: wait_id.to_owned(),
+            }
+        })?;
+        tx.commit()?;
+        Ok(row)
+    }
+
+    /// `ctx.waitForEvent` in one transaction: registers the wait and parks the claimed or running
+    /// run on an `event` wait (`not_before` = the timeout), so no delivery can fall between the
+    /// two.
+    ///
+    /// # Errors
+    /// As [`Store::register_wait`] and [`Store::park_run`].
+    pub fn park_for_event(
+        &mut self,
+        account_id: &str,
+        run_id: &str,
+        wait_id: &str,
+        criteria: &WaitMatch,
+        timeout_at: Option<i64>,
+    ) -> Result<runs::Row> {
+        check_wait_id(wait_id)?;
+        let now = self.now_ms();
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let run = load_run(&tx, account_id, run_id)?;
+        let wait = RunWait::Event(RunWaitEvent {
+            timeout_at,
+            extra: OpenMap::new(),
+        });
+        let parked = park_in_tx(&tx, account_id, run_id, &wait, now)?;
+        upsert_wait(&tx, &run, wait_id, criteria, timeout_at, now)?;
+        tx.commit()?;
+        Ok(parked)
+    }
+
+    /// The outstanding waits of a run.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] or a decode error.
+    pub fn run_waits(&self, account_id: &str, run_id: &str) -> Result<Vec<run_event_waits::Row>> {
+        run_event_waits::list_by_run_id(self.conn(), account_id, run_id)
+    }
+
+    /// Delivers `signal` (with `payload`) to the oldest matching wait of a waiting run: of
+    /// `run_id` when given, else of any run of the account. One transaction: journal `event`
+    /// entry, run requeued, every wait of the run deleted.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] or a decode error; a delivery that finds nothing is
+    /// [`SignalOutcome::NotDelivered`], not an error.
+    pub fn deliver_signal(
+        &mut self,
+        account_id: &str,
+        run_id: Option<&str>,
+        signal: &str,
+        payload: Option<Ipld>,
+    ) -> Result<SignalOutcome> {
+        let now = self.now_ms();
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let waits = match run_id {
+            Some(run_id) => run_event_waits::list_by_run_id(&tx, account_id, run_id)?,
+            None => run_event_waits::list_by_account_id(&tx, account_id)?,
+        };
+        let mut outcome = SignalOutcome::NotDelivered;
+        for wait in waits {
+            if !matches_signal(&wait.match_cbor.decode()?, signal) {
+                continue;
+            }
+            let mut fields = OpenMap::new();
+            fields.insert("signal".into(), Ipld::String(signal.to_owned()));
+            if let Some(payload) = &payload {
+                fields.insert("payload".into(), payload.clone());
+            }
+            if let Some(done) =
+                resolve_wait(&tx, account_id, &wait.run_id, &wait.wait_id, fields, now)?
+            {
+                outcome = SignalOutcome::Delivered(done);
+                break;
+            }
+        }
+        tx.commit()?;
+        Ok(outcome)
+    }
+
+    /// Offers an activity event to every wait of the account: each waiting run with a matching
+    /// wait is resolved once. Returns the deliveries (empty when nothing matched; nothing is then
+    /// written).
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] or a decode error.
+    pub fn deliver_activity(
+        &mut self,
+        account_id: &str,
+        event: &ActivityEvent,
+    ) -> Result<Vec<Delivered>> {
+        let now = self.now_ms();
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let waits = run_event_waits::list_by_account_id(&tx, account_id)?;
+        let mut delivered: Vec<Delivered> = Vec::new();
+        for wait in waits {
+            if delivered.iter().any(|d| d.run_id == wait.run_id) {
+                continue;
+            }
+            if !matches_activity(&wait.match_cbor.decode()?, event) {
+                continue;
+            }
+            let mut fields = OpenMap::new();
+            let mut activity = OpenMap::new();
+            activity.insert("eventType".into(), Ipld::String(event.event_type.clone()));
+            activity.insert("resource".into(), Ipld::String(event.resource.clone()));
+            activity.insert("author".into(), Ipld::String(event.author.clone()));
+            fields.insert("activity".into(), Ipld::Map(activity));
+            if let Some(payload) = &event.payload {
+                fields.insert("payload".into(), payload.clone());
+            }
+            if let Some(done) =
+                resolve_wait(&tx, account_id, &wait.run_id, &wait.wait_id, fields, now)?
+            {
+                delivered.push(done);
+            }
+        }
+        tx.commit()?;
+        Ok(delivered)
+    }
+
+    /// Times out every wait whose `timeout_at` is due (through `run_event_waits_by_timeout`), in
+    /// all accounts: each journals an `event` entry without payload, requeues its run and deletes
+    /// the run's waits. Returns what timed out.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] or a decode error.
+    pub fn sweep_wait_timeouts(&mut self) -> Result<Vec<Delivered>> {
+        let now = self.now_ms();
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let due = timeout_sweep_query!(now).fetch_all(&tx)?;
+        let mut timed_out = Vec::new();
+        for wait in due {
+            if let Some(done) = resolve_wait(
+                &tx,
+                &wait.account_id,
+                &wait.run_id,
+                &wait.wait_id,
+                OpenMap::new(),
+                now,
+            )? {
+                timed_out.push(done);
+            }
+        }
+        tx.commit()?;
+        Ok(timed_out)
+    }
+}

@@ -1,1 +1,184 @@
-//! (being written)
+//! Activity watermarks (`activity_watermarks`): the activity trigger monitor's per-account,
+//! per-server position in an HM activity feed.
+//!
+//! Invariant: one row per `(account_id, server_url)`, written only by single-statement upserts
+//! (so a poll, a success and an error never lose one another's columns): the cursor moves only
+//! with a success, which also clears the last error; an error keeps the cursor.
+
+use rusqlite::TransactionBehavior;
+
+use crate::cbor::Cbor;
+use crate::error::{Error, Result};
+use crate::payload::ActivityCursor;
+use crate::runs::ensure_account;
+use crate::schema::activity_watermarks;
+use crate::{query, Store};
+
+/// Checks a server URL.
+fn check_url(server_url: &str) -> Result<()> {
+    if server_url.trim().is_empty() {
+        return Err(Error::Invalid {
+            field: "server_url",
+            reason: "must not be empty".into(),
+        });
+    }
+    Ok(())
+}
+
+impl Store {
+    /// The watermark of one feed.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] or a decode error.
+    pub fn watermark(
+        &self,
+        account_id: &str,
+        server_url: &str,
+    ) -> Result<Option<activity_watermarks::Row>> {
+        activity_watermarks::get(self.conn(), account_id, server_url)
+    }
+
+    /// Every watermark of the account, by server URL.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] or a decode error.
+    pub fn list_watermarks(&self, account_id: &str) -> Result<Vec<activity_watermarks::Row>> {
+        activity_watermarks::list_by_account_id(self.conn(), account_id)
+    }
+
+    /// Sets the cursor of a feed (creating the row), leaving the poll and outcome columns.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for an empty URL, [`Error::Sqlite`] otherwise.
+    pub fn set_watermark_cursor(
+        &mut self,
+        account_id: &str,
+        server_url: &str,
+        cursor: &ActivityCursor,
+    ) -> Result<activity_watermarks::Row> {
+        check_url(server_url)?;
+        let now = self.now_ms();
+        let cursor = Cbor::encode(cursor)?;
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        ensure_account(&tx, account_id, now)?;
+        query!(
+            "INSERT INTO activity_watermarks (account_id, server_url, cursor_cbor) VALUES (?1, ?2, ?3)
+             ON CONFLICT (account_id, server_url) DO UPDATE SET cursor_cbor = excluded.cursor_cbor",
+            account_id,
+            server_url,
+            cursor
+        )
+        .execute(&tx)?;
+        let row = read_back(&tx, account_id, server_url)?;
+        tx.commit()?;
+        Ok(row)
+    }
+
+    /// Records that a poll of the feed started now (a new row starts with an empty cursor).
+    ///
+    /// # Errors
+    /// As [`Store::set_watermark_cursor`].
+    pub fn record_watermark_poll(
+        &mut self,
+        account_id: &str,
+        server_url: &str,
+    ) -> Result<activity_watermarks::Row> {
+        check_url(server_url)?;
+        let now = self.now_ms();
+        let empty = Cbor::encode(&ActivityCursor::default())?;
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        ensure_account(&tx, account_id, now)?;
+        query!(
+            "INSERT INTO activity_watermarks (account_id, server_url, cursor_cbor, last_poll_at) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (account_id, server_url) DO UPDATE SET last_poll_at = excluded.last_poll_at",
+            account_id,
+            server_url,
+            empty,
+            now
+        )
+        .execute(&tx)?;
+        let row = read_back(&tx, account_id, server_url)?;
+        tx.commit()?;
+        Ok(row)
+    }
+
+    /// Records a successful poll: the new cursor, `last_success_at` now, the last error cleared.
+    ///
+    /// # Errors
+    /// As [`Store::set_watermark_cursor`].
+    pub fn record_watermark_success(
+        &mut self,
+        account_id: &str,
+        server_url: &str,
+        cursor: &ActivityCursor,
+    ) -> Result<activity_watermarks::Row> {
+        check_url(server_url)?;
+        let now = self.now_ms();
+        let cursor = Cbor::encode(cursor)?;
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        ensure_account(&tx, account_id, now)?;
+        query!(
+            "INSERT INTO activity_watermarks (account_id, server_url, cursor_cbor, last_success_at, last_error)
+             VALUES (?1, ?2, ?3, ?4, NULL)
+             ON CONFLICT (account_id, server_url) DO UPDATE SET cursor_cbor = excluded.cursor_cbor,
+               last_success_at = excluded.last_success_at, last_error = NULL",
+            account_id,
+            server_url,
+            cursor,
+            now
+        )
+        .execute(&tx)?;
+        let row = read_back(&tx, account_id, server_url)?;
+        tx.commit()?;
+        Ok(row)
+    }
+
+    /// Records a failed poll: `last_error` set, cursor and `last_success_at` kept.
+    ///
+    /// # Errors
+    /// As [`Store::set_watermark_cursor`].
+    pub fn record_watermark_error(
+        &mut self,
+        account_id: &str,
+        server_url: &str,
+        error: &str,
+    ) -> Result<activity_watermarks::Row> {
+        check_url(server_url)?;
+        let now = self.now_ms();
+        let empty = Cbor::encode(&ActivityCursor::default())?;
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        ensure_account(&tx, account_id, now)?;
+        query!(
+            "INSERT INTO activity_watermarks (account_id, server_url, cursor_cbor, last_error) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (account_id, server_url) DO UPDATE SET last_error = excluded.last_error",
+            account_id,
+            server_url,
+            empty,
+            error
+        )
+        .execute(&tx)?;
+        let row = read_back(&tx, account_id, server_url)?;
+        tx.commit()?;
+        Ok(row)
+    }
+}
+
+/// The row just written.
+fn read_back(
+    conn: &rusqlite::Connection,
+    account_id: &str,
+    server_url: &str,
+) -> Result<activity_watermarks::Row> {
+    activity_watermarks::get(conn, account_id, server_url)?.ok_or_else(|| Error::NotFound {
+        what: "watermark",
+        id: server_url.to_owned(),
+    })
+}

@@ -1,0 +1,144 @@
+//! Shared fixture of the execution-state tests: a store on a temp file with a manual clock, an
+//! account, an agent and sessions.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use seed_agents_store::cbor::Cbor;
+use seed_agents_store::clock::ManualClock;
+use seed_agents_store::payload::{AgentDefinition, OpenMap, WaitMatch, WaitMatchSignal};
+use seed_agents_store::runs::NewRun;
+use seed_agents_store::schema::runs::{Kind, Origin};
+use seed_agents_store::schema::{agents, sessions};
+use seed_agents_store::Store;
+
+/// The account under test.
+pub const A: &str = "acct-a";
+/// Another account, which must never see A's rows.
+pub const B: &str = "acct-b";
+/// The agent of A.
+pub const AGENT: &str = "agent-1";
+/// The agent of B.
+pub const AGENT_B: &str = "agent-b";
+/// The start time.
+pub const T0: i64 = 1_764_000_000_000;
+
+/// A store on a temp file, its clock, and the temp dir (kept alive).
+pub struct Fixture {
+    pub store: Store,
+    pub clock: ManualClock,
+    pub dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    pub fn path(&self) -> std::path::PathBuf {
+        self.dir.path().join("agents.sqlite")
+    }
+
+    /// Another connection to the same file, sharing the clock.
+    pub fn reopen(&self) -> Store {
+        Store::open_with_clock(self.path(), Arc::new(self.clock.clone())).expect("reopen")
+    }
+
+    /// A session of A's agent.
+    pub fn session(&self, id: &str) -> String {
+        session_in(&self.store, A, AGENT, id);
+        id.to_owned()
+    }
+
+    pub fn session_status(&self, id: &str) -> sessions::Status {
+        sessions::get(self.store.conn(), A, id)
+            .unwrap()
+            .unwrap()
+            .status
+    }
+}
+
+/// Opens a fresh fixture with accounts A and B, an agent each.
+pub fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clock = ManualClock::new(T0);
+    let store = Store::open_with_clock(dir.path().join("agents.sqlite"), Arc::new(clock.clone()))
+        .expect("open");
+    agent_in(&store, A, AGENT);
+    agent_in(&store, B, AGENT_B);
+    Fixture { store, clock, dir }
+}
+
+pub fn agent_in(store: &Store, account: &str, id: &str) {
+    store
+        .conn()
+        .execute(
+            "INSERT OR IGNORE INTO accounts (id, created_at, updated_at) VALUES (?1, ?2, ?2)",
+            (account, T0),
+        )
+        .unwrap();
+    agents::insert(
+        store.conn(),
+        &agents::Row {
+            id: id.into(),
+            account_id: account.into(),
+            definition_cbor: Cbor::encode(&AgentDefinition::default()).unwrap(),
+            state_dir: format!("/tmp/{id}"),
+            status: agents::Status::Idle,
+            public_read: false,
+            public_chat: false,
+            activity_at: None,
+            activity_kind: None,
+            message_at: None,
+            message_from: None,
+            activity_session_id: None,
+            created_at: T0,
+            updated_at: T0,
+        },
+    )
+    .unwrap();
+}
+
+pub fn session_in(store: &Store, account: &str, agent: &str, id: &str) {
+    sessions::insert(
+        store.conn(),
+        &sessions::Row {
+            id: id.into(),
+            account_id: account.into(),
+            agent_id: agent.into(),
+            title: None,
+            title_source: sessions::TitleSource::System,
+            status: sessions::Status::Idle,
+            parent_session_id: None,
+            run_id: None,
+            plan_cbor: None,
+            model_override_cbor: None,
+            description: None,
+            thoroughness: None,
+            message_at: None,
+            message_from: None,
+            created_at: T0,
+            updated_at: T0,
+        },
+    )
+    .unwrap();
+}
+
+/// An agent run of A in `session`.
+pub fn agent_run(session: &str, title: &str) -> NewRun {
+    let mut run = NewRun::new(A, Kind::Agent, Origin::User, title);
+    run.agent_id = Some(AGENT.into());
+    run.session_id = Some(session.into());
+    run
+}
+
+/// A workflow run of A.
+pub fn workflow_run(title: &str) -> NewRun {
+    let mut run = NewRun::new(A, Kind::Workflow, Origin::Workflow, title);
+    run.agent_id = Some(AGENT.into());
+    run
+}
+
+pub fn signal(name: &str) -> WaitMatch {
+    WaitMatch::Signal(WaitMatchSignal {
+        signal: name.into(),
+        extra: OpenMap::new(),
+    })
+}

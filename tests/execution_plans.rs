@@ -1,0 +1,76 @@
+//! `EXPLAIN QUERY PLAN` pins the index of every hot execution-state query (claim, tree, session
+//! runs, waits by timeout, firings by trigger, and the rest of `runs::hot_queries`), on a database
+//! with planner statistics, so a planner change or a dropped `INDEXED BY` fails here.
+
+mod execution_common;
+
+use execution_common::*;
+use seed_agents_store::runs::{hot_queries, ClaimLimits};
+
+/// The plan of `sql`, one line per step.
+fn plan(conn: &rusqlite::Connection, sql: &str) -> Vec<String> {
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    // Parameters stay NULL: the plan does not depend on their values.
+    for i in 1..=stmt.parameter_count() {
+        stmt.raw_bind_parameter(i, rusqlite::types::Null).unwrap();
+    }
+    let mut rows = stmt.raw_query();
+    let mut lines = Vec::new();
+    while let Some(row) = rows.next().unwrap() {
+        lines.push(row.get::<_, String>(3).unwrap());
+    }
+    lines
+}
+
+#[test]
+fn every_hot_query_uses_its_index_and_scans_no_table() {
+    let mut f = fixture();
+    // Some rows and fresh statistics, so the planner has a real choice to make.
+    let s = f.session("s");
+    for i in 0..50 {
+        let run = f
+            .store
+            .enqueue_run(&agent_run(&s, &format!("r{i}")))
+            .unwrap();
+        if i % 5 == 0 {
+            f.store.claim_run(A, &run.id, "w").unwrap();
+        }
+    }
+    f.store.conn().execute_batch("ANALYZE").unwrap();
+    let conn = f.store.conn();
+    for (name, sql, index) in hot_queries() {
+        let lines = plan(conn, sql);
+        let text = lines.join("\n");
+        assert!(text.contains(index), "{name} does not use {index}:\n{text}");
+        for line in &lines {
+            // A full scan of a table (not of a CTE or a subquery result) is a regression.
+            let full_scan = line.starts_with("SCAN ")
+                && !line.contains("USING")
+                && !line.contains("CONSTANT ROW")
+                && !["tree", "candidate", "busy", "retired"]
+                    .iter()
+                    .any(|cte| line.starts_with(&format!("SCAN {cte}")))
+                && !line.starts_with("SCAN (subquery");
+            assert!(!full_scan, "{name} scans a table:\n{text}");
+        }
+    }
+    let _ = f.store.claim_next_run("w", ClaimLimits::default()).unwrap();
+}
+
+#[test]
+fn the_claim_reads_the_undelayed_queue_in_index_order() {
+    let f = fixture();
+    let claim = hot_queries()
+        .into_iter()
+        .find(|q| q.0 == "claim next")
+        .unwrap()
+        .1;
+    let text = plan(f.store.conn(), claim).join("\n");
+    // The two undelayed branches walk runs_dispatch on (status, queue, not_before IS NULL) and
+    // need no sort; only the (small) due-delayed branches may sort.
+    let searches = text
+        .matches("USING INDEX runs_dispatch (status=? AND queue=? AND not_before=?)")
+        .count();
+    assert_eq!(searches, 2, "{text}");
+    println!("{text}");
+}

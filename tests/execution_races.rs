@@ -1,0 +1,515 @@
+//! The "must show" races, each with threads and separately with processes sharing the file:
+//! 8 claimers over 1,000 runs claim each run exactly once and never two agent runs of one
+//! session at once; 8 admitters of one firing key produce exactly one firing; a signal racing a
+//! timeout and a cancel is delivered at most once and the journal holds at most one `event`.
+//!
+//! Processes: the test binary re-runs itself (`--exact race_child --nocapture`) with
+//! `EXEC_RACE_ROLE` naming the child's part; each child opens its own `Store` on the same file and
+//! prints what it did as `RESULT ...` lines.
+
+mod execution_common;
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, Barrier};
+
+use execution_common::*;
+use seed_agents_store::payload::*;
+use seed_agents_store::runs::{ClaimLimits, RunOutcome};
+use seed_agents_store::schema::runs::Kind;
+use seed_agents_store::triggers::{Admission, FiringKey, FiringRequest, NewTrigger};
+use seed_agents_store::waits::SignalOutcome;
+use seed_agents_store::Store;
+
+const WORKERS: usize = 8;
+const RUNS: usize = 1_000;
+const SESSIONS: usize = 25;
+const SIGNAL_ROUNDS: usize = 40;
+const ROLE: &str = "EXEC_RACE_ROLE";
+
+/// The races run one at a time: on a small machine, several at once starve SQLite's busy
+/// handler past its timeout, which is a property of the machine, not of the store.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+const DB: &str = "EXEC_RACE_DB";
+
+// ---------------------------------------------------------------------------------------------
+// The parts each racer plays, shared by threads and child processes.
+
+/// Runs `op` again while SQLite reports the database busy past its timeout, as a worker retries
+/// on its next tick. Eight writers in a tight loop on two cores can starve SQLite's sleeping
+/// busy handler; a busy error is never a wrong answer, so retrying keeps the race honest.
+fn retry_busy<T>(mut op: impl FnMut() -> seed_agents_store::Result<T>) -> T {
+    loop {
+        match op() {
+            Err(seed_agents_store::Error::Sqlite(rusqlite::Error::SqliteFailure(e, _)))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy =>
+            {
+                eprintln!("busy past the timeout; retrying");
+            }
+            other => return other.unwrap(),
+        }
+    }
+}
+
+/// Claims until the queue is empty; every claimed run is finalized. Returns the claimed ids and
+/// the number of times a claim found another live agent run of its session.
+fn claimer(store: &mut Store, name: &str) -> (Vec<String>, usize) {
+    let mut claimed = Vec::new();
+    let mut violations = 0;
+    let mut idle_rounds = 0;
+    loop {
+        match retry_busy(|| store.claim_next_run(name, ClaimLimits::default())) {
+            Some(run) => {
+                idle_rounds = 0;
+                if run.kind == Kind::Agent {
+                    let session = run.session_id.clone().unwrap();
+                    let live: i64 = store
+                        .conn()
+                        .query_row(
+                            "SELECT count(*) FROM runs WHERE session_id = ?1 AND kind = 'agent' AND status IN ('claimed', 'running')",
+                            [&session],
+                            |r| r.get(0),
+                        )
+                        .unwrap();
+                    if live != 1 {
+                        violations += 1;
+                    }
+                    retry_busy(|| store.start_run(A, &run.id, name));
+                }
+                retry_busy(|| {
+                    store.finalize_run(A, &run.id, RunOutcome::Succeeded(RunOutput::default()))
+                });
+                claimed.push(run.id);
+            }
+            None => {
+                // Agent runs of a busy session are not claimable until it finishes: look again a
+                // few times before concluding the queue is empty.
+                let queued: i64 = store
+                    .conn()
+                    .query_row(
+                        "SELECT count(*) FROM runs WHERE status = 'queued'",
+                        [],
+                        |r| r.get(0),
+                    )
+                    .unwrap();
+                if queued == 0 {
+                    break;
+                }
+                idle_rounds += 1;
+                assert!(
+                    idle_rounds < 20_000,
+                    "claimer stuck with {queued} queued runs"
+                );
+                std::thread::sleep(std::time::Duration::from_micros(500));
+            }
+        }
+    }
+    (claimed, violations)
+}
+
+fn admitter(store: &mut Store, trigger_id: &str) -> bool {
+    let request = FiringRequest {
+        account_id: A.into(),
+        trigger_id: trigger_id.into(),
+        key: FiringKey::Schedule {
+            scheduled_at: 1_800_000_000_000,
+        },
+        activity: TriggerActivity::default(),
+        body_digest: None,
+        matched: None,
+    };
+    match retry_busy(|| store.admit_firing(&request)) {
+        Admission::Admitted(_) => true,
+        Admission::Duplicate(Some(_)) => false,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// One of the three signal racers over every prepared run; returns how many it resolved.
+fn signal_racer(store: &mut Store, part: &str, runs: &[String]) -> usize {
+    let mut resolved = 0;
+    for run in runs {
+        match part {
+            "signal" => {
+                if let SignalOutcome::Delivered(_) =
+                    retry_busy(|| store.deliver_signal(A, Some(run), "go", None))
+                {
+                    resolved += 1;
+                }
+            }
+            "timeout" => resolved += retry_busy(|| store.sweep_wait_timeouts()).len(),
+            "cancel" => resolved += retry_busy(|| store.cancel_run_tree(A, run)).canceled.len(),
+            other => panic!("unknown part {other}"),
+        }
+    }
+    resolved
+}
+
+// ---------------------------------------------------------------------------------------------
+// Setup and checks.
+
+fn queue_runs(f: &mut Fixture) {
+    let sessions: Vec<String> = (0..SESSIONS).map(|i| f.session(&format!("s{i}"))).collect();
+    let tx = f.store.conn().unchecked_transaction().unwrap();
+    drop(tx);
+    for i in 0..RUNS {
+        let run = if i % 2 == 0 {
+            agent_run(&sessions[i % SESSIONS], &format!("agent {i}"))
+        } else {
+            workflow_run(&format!("workflow {i}"))
+        };
+        f.store.enqueue_run(&run).unwrap();
+        f.clock.advance(1);
+    }
+}
+
+fn check_claims(f: &Fixture, all: Vec<String>, violations: usize) {
+    assert_eq!(
+        violations, 0,
+        "two agent runs of one session were live at once"
+    );
+    assert_eq!(all.len(), RUNS, "every run claimed once, none twice");
+    let unique: HashSet<&String> = all.iter().collect();
+    assert_eq!(unique.len(), RUNS);
+    let attempts: i64 = f
+        .store
+        .conn()
+        .query_row(
+            "SELECT count(*) FROM runs WHERE attempt = 1 AND status = 'succeeded'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(attempts as usize, RUNS);
+}
+
+fn create_schedule_trigger(f: &mut Fixture) -> String {
+    f.store
+        .create_trigger(&NewTrigger {
+            id: Some("trigger-race".into()),
+            account_id: A.into(),
+            agent_id: AGENT.into(),
+            name: "race".into(),
+            enabled: true,
+            source: AgentTriggerSource::Schedule(ScheduleSource {
+                schedule: Schedule::Interval(ScheduleInterval {
+                    interval_ms: 1_000,
+                    extra: OpenMap::new(),
+                }),
+                extra: OpenMap::new(),
+            }),
+            prompt: "p".into(),
+            continuation: None,
+        })
+        .unwrap()
+        .trigger
+        .id
+}
+
+/// Parks SIGNAL_ROUNDS runs on an event wait whose timeout is already due.
+fn park_signal_runs(f: &mut Fixture) -> Vec<String> {
+    let mut runs = Vec::new();
+    for i in 0..SIGNAL_ROUNDS {
+        let run = f
+            .store
+            .enqueue_run(&workflow_run(&format!("waiter {i}")))
+            .unwrap();
+        f.store.claim_run(A, &run.id, "w").unwrap().unwrap();
+        f.store
+            .park_for_event(A, &run.id, "1", &signal("go"), Some(T0 - 1))
+            .unwrap();
+        runs.push(run.id);
+    }
+    runs
+}
+
+fn check_signal_runs(f: &Fixture, runs: &[String], resolved: &HashMap<String, usize>) {
+    let mut events_total = 0;
+    for run in runs {
+        let events = f
+            .store
+            .load_journal(A, run, 0)
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.entry.kind() == Some("event"))
+            .count();
+        assert!(events <= 1, "run {run} has {events} event entries");
+        events_total += events;
+        assert!(f.store.run_waits(A, run).unwrap().is_empty());
+    }
+    let delivered = resolved.get("signal").copied().unwrap_or(0)
+        + resolved.get("timeout").copied().unwrap_or(0);
+    assert_eq!(
+        delivered, events_total,
+        "every delivery journaled exactly one event"
+    );
+    assert!(delivered + resolved.get("cancel").copied().unwrap_or(0) >= runs.len());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Threads.
+
+fn open_clone(path: &Path, f: &Fixture) -> Store {
+    Store::open_with_clock(path, Arc::new(f.clock.clone())).unwrap()
+}
+
+#[test]
+fn threads_claim_each_run_exactly_once() {
+    let _serial = serial();
+    let mut f = fixture();
+    queue_runs(&mut f);
+    let barrier = Arc::new(Barrier::new(WORKERS));
+    let handles: Vec<_> = (0..WORKERS)
+        .map(|i| {
+            let mut store = open_clone(&f.path(), &f);
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                claimer(&mut store, &format!("thread-{i}"))
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    let mut violations = 0;
+    for h in handles {
+        let (ids, v) = h.join().unwrap();
+        all.extend(ids);
+        violations += v;
+    }
+    check_claims(&f, all, violations);
+}
+
+#[test]
+fn threads_admit_one_firing_per_key() {
+    let _serial = serial();
+    let mut f = fixture();
+    let trigger = create_schedule_trigger(&mut f);
+    let barrier = Arc::new(Barrier::new(WORKERS));
+    let handles: Vec<_> = (0..WORKERS)
+        .map(|_| {
+            let mut store = open_clone(&f.path(), &f);
+            let (barrier, trigger) = (barrier.clone(), trigger.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                admitter(&mut store, &trigger)
+            })
+        })
+        .collect();
+    let admitted = handles
+        .into_iter()
+        .filter(|_| true)
+        .map(|h| h.join().unwrap())
+        .filter(|a| *a)
+        .count();
+    assert_eq!(admitted, 1);
+    assert_eq!(f.store.list_firings(A, &trigger).unwrap().len(), 1);
+}
+
+#[test]
+fn threads_resolve_a_signal_racing_a_timeout_and_a_cancel_at_most_once() {
+    let _serial = serial();
+    let mut f = fixture();
+    let runs = park_signal_runs(&mut f);
+    let barrier = Arc::new(Barrier::new(3));
+    let handles: Vec<_> = ["signal", "timeout", "cancel"]
+        .into_iter()
+        .map(|part| {
+            let mut store = open_clone(&f.path(), &f);
+            let (barrier, runs) = (barrier.clone(), runs.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                (part.to_owned(), signal_racer(&mut store, part, &runs))
+            })
+        })
+        .collect();
+    let resolved: HashMap<String, usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    check_signal_runs(&f, &runs, &resolved);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes.
+
+/// Spawns `n` children playing `part` on the fixture's file; returns each child's RESULT lines.
+fn spawn_children(f: &Fixture, parts: &[&str]) -> Vec<(String, Vec<String>)> {
+    let exe = std::env::current_exe().unwrap();
+    let go = go_file(&f.path());
+    let _ = std::fs::remove_file(&go);
+    let children: Vec<_> = parts
+        .iter()
+        .enumerate()
+        .map(|(i, part)| {
+            let child = Command::new(&exe)
+                .args([
+                    "--exact",
+                    "race_child",
+                    "--nocapture",
+                    "--test-threads",
+                    "1",
+                ])
+                .env(ROLE, part)
+                .env(DB, f.path())
+                .env("EXEC_RACE_INDEX", i.to_string())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (part.to_string(), child)
+        })
+        .collect();
+    // Start together once every child has opened its store (opening writes planner statistics
+    // and should not compete with the race itself).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while (0..parts.len()).any(|i| !ready_file(&f.path(), i).exists()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "children did not get ready"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    std::fs::write(&go, b"go").unwrap();
+    children
+        .into_iter()
+        .map(|(part, child)| {
+            let out = child.wait_with_output().unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(
+                out.status.success(),
+                "child {part} failed:\n{stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            // libtest prints "test race_child ... " without a newline before the test's own output.
+            let results = stdout
+                .lines()
+                .filter_map(|l| {
+                    l.find("RESULT ")
+                        .map(|at| l[at + "RESULT ".len()..].to_owned())
+                })
+                .collect();
+            (part, results)
+        })
+        .collect()
+}
+
+fn ready_file(db: &Path, index: usize) -> std::path::PathBuf {
+    db.with_extension(format!("ready{index}"))
+}
+
+fn go_file(db: &Path) -> std::path::PathBuf {
+    db.with_extension("go")
+}
+
+/// The child side: does nothing unless started by `spawn_children`.
+#[test]
+fn race_child() {
+    let Ok(part) = std::env::var(ROLE) else {
+        return;
+    };
+    let path = std::env::var(DB).unwrap();
+    let mut store = Store::open(&path).unwrap();
+    let index: usize = std::env::var("EXEC_RACE_INDEX").unwrap().parse().unwrap();
+    std::fs::write(ready_file(Path::new(&path), index), b"ready").unwrap();
+    while !go_file(Path::new(&path)).exists() {
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    let pid = std::process::id();
+    match part.as_str() {
+        "claimer" => {
+            let (ids, violations) = claimer(&mut store, &format!("process-{pid}"));
+            for id in ids {
+                println!("RESULT claimed {id}");
+            }
+            println!("RESULT violations {violations}");
+        }
+        "admitter" => println!("RESULT admitted {}", admitter(&mut store, "trigger-race")),
+        "signal" | "timeout" | "cancel" => {
+            let runs: Vec<String> = std::env::var("EXEC_RACE_RUNS")
+                .unwrap_or_default()
+                .split(',')
+                .map(str::to_owned)
+                .collect();
+            let runs = if runs == [""] {
+                signal_runs_from(&store)
+            } else {
+                runs
+            };
+            println!("RESULT resolved {}", signal_racer(&mut store, &part, &runs));
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+/// The waiting runs prepared by the parent, oldest first.
+fn signal_runs_from(store: &Store) -> Vec<String> {
+    let mut stmt = store
+        .conn()
+        .prepare("SELECT id FROM runs WHERE title LIKE 'waiter %' ORDER BY created_at, id")
+        .unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn processes_claim_each_run_exactly_once() {
+    let _serial = serial();
+    let mut f = fixture();
+    queue_runs(&mut f);
+    let results = spawn_children(&f, &["claimer"; WORKERS]);
+    let mut all = Vec::new();
+    let mut violations = 0;
+    for (_, lines) in results {
+        for line in lines {
+            if let Some(id) = line.strip_prefix("claimed ") {
+                all.push(id.to_owned());
+            } else if let Some(v) = line.strip_prefix("violations ") {
+                violations += v.parse::<usize>().unwrap();
+            }
+        }
+    }
+    check_claims(&f, all, violations);
+}
+
+#[test]
+fn processes_admit_one_firing_per_key() {
+    let _serial = serial();
+    let mut f = fixture();
+    let trigger = create_schedule_trigger(&mut f);
+    let results = spawn_children(&f, &["admitter"; WORKERS]);
+    let admitted = results
+        .iter()
+        .flat_map(|(_, l)| l)
+        .filter(|l| *l == "admitted true")
+        .count();
+    assert_eq!(admitted, 1);
+    assert_eq!(results.iter().flat_map(|(_, l)| l).count(), WORKERS);
+    assert_eq!(f.store.list_firings(A, &trigger).unwrap().len(), 1);
+}
+
+#[test]
+fn processes_resolve_a_signal_racing_a_timeout_and_a_cancel_at_most_once() {
+    let _serial = serial();
+    let mut f = fixture();
+    let runs = park_signal_runs(&mut f);
+    let results = spawn_children(&f, &["signal", "timeout", "cancel"]);
+    let resolved: HashMap<String, usize> = results
+        .into_iter()
+        .map(|(part, lines)| {
+            let n = lines
+                .iter()
+                .find_map(|l| l.strip_prefix("resolved "))
+                .unwrap()
+                .parse()
+                .unwrap();
+            (part, n)
+        })
+        .collect();
+    check_signal_runs(&f, &runs, &resolved);
+}
