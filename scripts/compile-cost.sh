@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compile cost of the checked-SQL macros: two generated crates with the same 200 statements, one
 # through `query!`, one through plain rusqlite. Dependencies are built once; each crate's own
-# rebuild (after touching its source) is timed three times and the median reported.
+# rebuild (after touching its source) is timed nine times and the median reported.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$root/target/compile-cost"
@@ -50,7 +50,7 @@ measure() {
   local kind=$1
   (cd "$work/$kind" && cargo build --quiet 2>/dev/null) # dependencies and a first build
   local times=()
-  for _ in 1 2 3; do
+  for _ in 1 2 3 4 5 6 7 8 9; do
     touch "$work/$kind/src/lib.rs"
     local start end
     start=$(date +%s.%N)
@@ -58,13 +58,13 @@ measure() {
     end=$(date +%s.%N)
     times+=("$(echo "$end - $start" | bc)")
   done
-  printf '%s\n' "${times[@]}" | sort -n | sed -n 2p
+  printf '%s\n' "${times[@]}" | sort -n | sed -n 5p
 }
 
 checked=$(measure checked)
 plain=$(measure plain)
 ratio=$(echo "scale=2; $checked / $plain" | bc)
 echo "statements: $n"
-echo "query! crate build:        ${checked}s (median of 3)"
-echo "plain rusqlite crate build: ${plain}s (median of 3)"
+echo "query! crate build:        ${checked}s (median of 9)"
+echo "plain rusqlite crate build: ${plain}s (median of 9)"
 echo "ratio: $ratio"

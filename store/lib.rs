@@ -80,8 +80,8 @@ pub mod __private {
     pub use crate::migrate::Migration;
     pub use crate::payload::*;
     pub use crate::query::{
-        bind_check, enum_from_column, field_check, field_check_by, BindsTo, FromColumn, Holds,
-        Query,
+        bind_check, enum_from_column, field_check, field_check_by, BindsTo, FromColumn,
+        FromColumns, Holds, Query,
     };
     pub use rusqlite;
     pub use sea_query;

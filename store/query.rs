@@ -256,3 +256,35 @@ impl<T, N> HoldsField<T, N> for Option<T> {}
 /// The field check of `query_as!`, through an accessor of the field.
 #[doc(hidden)]
 pub fn field_check_by<C, S, F: HoldsField<C, N>, N>(_field: fn(&S) -> &F, _name: N) {}
+
+/// Decodes a whole result row into a tuple of field types, one column per element: the macros'
+/// records share these few instantiations instead of each decoding field by field.
+pub trait FromColumns: Sized {
+    /// Reads columns `0..N` of `row`; `origins[i]` names where column `i` came from.
+    ///
+    /// # Errors
+    /// As [`FromColumn::from_column`] for the first column that fails.
+    fn from_columns(row: &Row<'_>, origins: &[(&'static str, &'static str)]) -> Result<Self>;
+}
+
+macro_rules! from_columns_tuple {
+    ($($t:ident $i:tt),+) => {
+        impl<$($t: FromColumn),+> FromColumns for ($($t,)+) {
+            fn from_columns(row: &Row<'_>, origins: &[(&'static str, &'static str)]) -> Result<Self> {
+                Ok(($($t::from_column(row, $i, origins[$i].0, origins[$i].1)?,)+))
+            }
+        }
+    };
+}
+from_columns_tuple!(A 0);
+from_columns_tuple!(A 0, B 1);
+from_columns_tuple!(A 0, B 1, C 2);
+from_columns_tuple!(A 0, B 1, C 2, D 3);
+from_columns_tuple!(A 0, B 1, C 2, D 3, E 4);
+from_columns_tuple!(A 0, B 1, C 2, D 3, E 4, F 5);
+from_columns_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+from_columns_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+from_columns_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+from_columns_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+from_columns_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+from_columns_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);

@@ -501,9 +501,11 @@ impl Checker {
         let rt = &self.rt();
         let (checks, params) = self.arguments(&lit, &d, &args)?;
         let mut fields = Vec::new();
-        let mut decode = Vec::new();
+        let mut names = Vec::new();
+        let mut types = Vec::new();
+        let mut origins = Vec::new();
         let mut seen = BTreeMap::new();
-        for (i, c) in d.columns.iter().enumerate() {
+        for c in &d.columns {
             let field = field_ident(&c.name).ok_or_else(|| {
                 syn::Error::new(
                     lit.span(),
@@ -522,8 +524,23 @@ impl Checker {
             let (ty, _) = self.result_type(&d, c)?;
             let (table, column) = c.origin.clone().unwrap_or_default();
             fields.push(quote!(pub #field: #ty));
-            decode.push(quote!(#field: #rt::FromColumn::from_column(row, #i, #table, #column)?));
+            names.push(field);
+            types.push(ty);
+            origins.push(quote!((#table, #column)));
         }
+        // Up to 12 columns decode through one shared tuple decoder; wider rows field by field.
+        let decode = if names.len() <= 12 {
+            quote! {
+                let (#(#names,)*): (#(#types,)*) =
+                    #rt::FromColumns::from_columns(row, &[#(#origins),*])?;
+                Ok(Record { #(#names),* })
+            }
+        } else {
+            let each = names.iter().zip(&origins).enumerate().map(|(i, (n, o))| {
+                quote!(#n: { let (t, c) = #o; #rt::FromColumn::from_column(row, #i, t, c)? })
+            });
+            quote!(Ok(Record { #(#each,)* }))
+        };
         let sql = lit.value();
         if fields.is_empty() {
             // No result columns: rows are `()`, so statements like these share one type.
@@ -537,12 +554,12 @@ impl Checker {
         }
         Ok(quote! {{
             #checks
-            /// A row of a checked query.
-            #[derive(Debug)]
+            /// A row of a checked query. It derives nothing: a derive per query is most of what
+            /// checked SQL would cost the compiler (use `query_as!` with your own type for that).
             #[allow(non_camel_case_types)]
             struct Record { #(#fields,)* }
             fn __decode(row: &#rt::rusqlite::Row<'_>) -> #rt::Result<Record> {
-                Ok(Record { #(#decode,)* })
+                #decode
             }
             #rt::Query::new(#sql, #params, __decode)
         }})
