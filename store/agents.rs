@@ -185,7 +185,8 @@ fn edit_agent(
 }
 
 impl Store {
-    /// Creates an agent (status `idle`, no activity yet) owned by `account_id`.
+    /// Creates an agent (status `idle`, no activity yet) owned by `account_id`, and projects
+    /// the tools of the MCP servers its definition lists, in the same transaction.
     ///
     /// # Errors
     /// [`Error::Invalid`] (`stateDir`, `accountId`); [`Error::Sqlite`] or [`Error::Cbor`]
@@ -194,6 +195,7 @@ impl Store {
         let now = self.now_ms();
         let tx = self.conn_mut().transaction()?;
         let row = create_agent(&tx, now, account_id, new)?;
+        crate::mcp::sync(&tx, now, account_id, Some(&row.id))?;
         tx.commit()?;
         Ok(row)
     }
@@ -249,7 +251,9 @@ impl Store {
         Ok(page_of(items, size, |r| (r.updated_at, r.id.clone())))
     }
 
-    /// Replaces the agent's definition (unknown fields are kept as the caller passes them).
+    /// Replaces the agent's definition (unknown fields are kept as the caller passes them), then
+    /// brings its MCP projections in line with the servers it now lists (a second short
+    /// transaction: the sync is idempotent and also runs on every tool listing).
     ///
     /// # Errors
     /// [`Error::NotFound`] (`agent`); [`Error::Sqlite`] or [`Error::Cbor`] otherwise.
@@ -260,10 +264,12 @@ impl Store {
         definition: &AgentDefinition,
     ) -> Result<Row> {
         let cbor = Cbor::encode(definition)?;
-        edit_agent(self, account_id, id, |row| {
+        let row = edit_agent(self, account_id, id, |row| {
             row.definition_cbor = cbor;
             Ok(())
-        })
+        })?;
+        self.sync_mcp_tools(account_id, Some(id))?;
+        Ok(row)
     }
 
     /// Sets `public_read` and/or `public_chat` (a `None` leaves that flag as it is).

@@ -269,13 +269,26 @@ fn projections_follow_servers_and_definitions() {
     store.set_mcp_server_enabled(A, "github", true).unwrap();
     assert_eq!(mcp_names(&store, A, &uses).len(), 2);
 
-    // Dropped from the definition: gone at the next sync (agent writers call it).
+    // Dropped from the definition: gone with the definition write, so a later sync finds
+    // nothing to do.
     store
         .update_agent_definition(A, &uses, &AgentDefinition::default())
         .unwrap();
-    let sync = store.sync_mcp_tools(A, None).unwrap();
-    assert_eq!(sync.deleted, 2);
     assert!(mcp_names(&store, A, &uses).is_empty());
+    let sync = store.sync_mcp_tools(A, None).unwrap();
+    assert_eq!(sync.deleted, 0);
+
+    // Listed again: projected by the definition write itself.
+    let listing = AgentDefinition {
+        mcp_servers: Some(vec!["github".into()]),
+        ..AgentDefinition::default()
+    };
+    store.update_agent_definition(A, &uses, &listing).unwrap();
+    assert_eq!(mcp_names(&store, A, &uses).len(), 2);
+
+    // A new agent that lists the server holds its tools as soon as it exists.
+    let newcomer = agent(&mut store, A, &["github"]);
+    assert_eq!(mcp_names(&store, A, &newcomer).len(), 2);
 }
 
 #[test]
