@@ -459,10 +459,6 @@ pub fn hot_queries() -> Vec<(&'static str, &'static str, &'static str)> {
 }
 
 /// Inserts the account row when missing (foreign keys need it), through the accounts module.
-pub(crate) fn ensure_account(conn: &Connection, account_id: &str, now: i64) -> Result<()> {
-    crate::accounts::touch(conn, account_id, now)
-}
-
 /// Re-derives `sessions.status` of `session_id` from the runs table (see the module doc). Runs
 /// inside the caller's transaction.
 pub(crate) fn mirror_session(conn: &Connection, account_id: &str, session_id: &str) -> Result<()> {
@@ -717,7 +713,7 @@ impl Store {
                 });
             }
         }
-        ensure_account(&tx, &new.account_id, now)?;
+        crate::accounts::touch(&tx, &new.account_id, now)?;
         let row = runs::Row {
             id,
             account_id: new.account_id.clone(),

@@ -24,7 +24,6 @@ use crate::cbor::Cbor;
 use crate::error::{Error, Result};
 use crate::payload::{AgentTriggerSource, Schedule, TriggerContinuation};
 use crate::query;
-use crate::runs::ensure_account;
 use crate::schema::{agent_triggers, agents};
 use crate::Store;
 
@@ -229,7 +228,7 @@ impl Store {
                 reason: "the id is taken".into(),
             });
         }
-        ensure_account(&tx, &new.account_id, now)?;
+        crate::accounts::touch(&tx, &new.account_id, now)?;
         let row = agent_triggers::Row {
             id,
             account_id: new.account_id.clone(),

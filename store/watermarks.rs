@@ -5,12 +5,11 @@
 //! (so a poll, a success and an error never lose one another's columns): the cursor moves only
 //! with a success, which also clears the last error; an error keeps the cursor.
 
-use rusqlite::TransactionBehavior;
+use rusqlite::{Connection, TransactionBehavior};
 
 use crate::cbor::Cbor;
 use crate::error::{Error, Result};
 use crate::payload::ActivityCursor;
-use crate::runs::ensure_account;
 use crate::schema::activity_watermarks;
 use crate::{query, Store};
 
@@ -56,24 +55,17 @@ impl Store {
         server_url: &str,
         cursor: &ActivityCursor,
     ) -> Result<activity_watermarks::Row> {
-        check_url(server_url)?;
-        let now = self.now_ms();
         let cursor = Cbor::encode(cursor)?;
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        ensure_account(&tx, account_id, now)?;
-        query!(
-            "INSERT INTO activity_watermarks (account_id, server_url, cursor_cbor) VALUES (?1, ?2, ?3)
-             ON CONFLICT (account_id, server_url) DO UPDATE SET cursor_cbor = excluded.cursor_cbor",
-            account_id,
-            server_url,
-            cursor
-        )
-        .execute(&tx)?;
-        let row = read_back(&tx, account_id, server_url)?;
-        tx.commit()?;
-        Ok(row)
+        self.upsert_watermark(account_id, server_url, |tx, _now| {
+            query!(
+                "INSERT INTO activity_watermarks (account_id, server_url, cursor_cbor) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (account_id, server_url) DO UPDATE SET cursor_cbor = excluded.cursor_cbor",
+                account_id,
+                server_url,
+                cursor
+            )
+            .execute(tx)
+        })
     }
 
     /// Records that a poll of the feed started now (a new row starts with an empty cursor).
@@ -85,25 +77,18 @@ impl Store {
         account_id: &str,
         server_url: &str,
     ) -> Result<activity_watermarks::Row> {
-        check_url(server_url)?;
-        let now = self.now_ms();
         let empty = Cbor::encode(&ActivityCursor::default())?;
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        ensure_account(&tx, account_id, now)?;
-        query!(
-            "INSERT INTO activity_watermarks (account_id, server_url, cursor_cbor, last_poll_at) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (account_id, server_url) DO UPDATE SET last_poll_at = excluded.last_poll_at",
-            account_id,
-            server_url,
-            empty,
-            now
-        )
-        .execute(&tx)?;
-        let row = read_back(&tx, account_id, server_url)?;
-        tx.commit()?;
-        Ok(row)
+        self.upsert_watermark(account_id, server_url, |tx, now| {
+            query!(
+                "INSERT INTO activity_watermarks (account_id, server_url, cursor_cbor, last_poll_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (account_id, server_url) DO UPDATE SET last_poll_at = excluded.last_poll_at",
+                account_id,
+                server_url,
+                empty,
+                now
+            )
+            .execute(tx)
+        })
     }
 
     /// Records a successful poll: the new cursor, `last_success_at` now, the last error cleared.
@@ -116,27 +101,20 @@ impl Store {
         server_url: &str,
         cursor: &ActivityCursor,
     ) -> Result<activity_watermarks::Row> {
-        check_url(server_url)?;
-        let now = self.now_ms();
         let cursor = Cbor::encode(cursor)?;
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        ensure_account(&tx, account_id, now)?;
-        query!(
-            "INSERT INTO activity_watermarks (account_id, server_url, cursor_cbor, last_success_at, last_error)
-             VALUES (?1, ?2, ?3, ?4, NULL)
-             ON CONFLICT (account_id, server_url) DO UPDATE SET cursor_cbor = excluded.cursor_cbor,
-               last_success_at = excluded.last_success_at, last_error = NULL",
-            account_id,
-            server_url,
-            cursor,
-            now
-        )
-        .execute(&tx)?;
-        let row = read_back(&tx, account_id, server_url)?;
-        tx.commit()?;
-        Ok(row)
+        self.upsert_watermark(account_id, server_url, |tx, now| {
+            query!(
+                "INSERT INTO activity_watermarks (account_id, server_url, cursor_cbor, last_success_at, last_error)
+                 VALUES (?1, ?2, ?3, ?4, NULL)
+                 ON CONFLICT (account_id, server_url) DO UPDATE SET cursor_cbor = excluded.cursor_cbor,
+                   last_success_at = excluded.last_success_at, last_error = NULL",
+                account_id,
+                server_url,
+                cursor,
+                now
+            )
+            .execute(tx)
+        })
     }
 
     /// Records a failed poll: `last_error` set, cursor and `last_success_at` kept.
@@ -149,22 +127,37 @@ impl Store {
         server_url: &str,
         error: &str,
     ) -> Result<activity_watermarks::Row> {
+        let empty = Cbor::encode(&ActivityCursor::default())?;
+        self.upsert_watermark(account_id, server_url, |tx, _now| {
+            query!(
+                "INSERT INTO activity_watermarks (account_id, server_url, cursor_cbor, last_error) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (account_id, server_url) DO UPDATE SET last_error = excluded.last_error",
+                account_id,
+                server_url,
+                empty,
+                error
+            )
+            .execute(tx)
+        })
+    }
+}
+
+impl Store {
+    /// The shared frame of every watermark write: the URL check, one `BEGIN IMMEDIATE`
+    /// transaction with the account touched, the caller's single upsert, and the row read back.
+    fn upsert_watermark(
+        &mut self,
+        account_id: &str,
+        server_url: &str,
+        write: impl FnOnce(&Connection, i64) -> Result<usize>,
+    ) -> Result<activity_watermarks::Row> {
         check_url(server_url)?;
         let now = self.now_ms();
-        let empty = Cbor::encode(&ActivityCursor::default())?;
         let tx = self
             .conn_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        ensure_account(&tx, account_id, now)?;
-        query!(
-            "INSERT INTO activity_watermarks (account_id, server_url, cursor_cbor, last_error) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (account_id, server_url) DO UPDATE SET last_error = excluded.last_error",
-            account_id,
-            server_url,
-            empty,
-            error
-        )
-        .execute(&tx)?;
+        crate::accounts::touch(&tx, account_id, now)?;
+        write(&tx, now)?;
         let row = read_back(&tx, account_id, server_url)?;
         tx.commit()?;
         Ok(row)
