@@ -16,6 +16,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use rusqlite::types::Value;
 use rusqlite::{params, Connection, TransactionBehavior};
 use seed_agents_store::cbor::Cbor;
+use seed_agents_store::lease::Claim;
 use seed_agents_store::payload::{
     AgentTriggerSource, JournalEntryBody, OpenMap, RunInput, Schedule, ScheduleInterval,
     ScheduleSource, TriggerActivity, WorkflowJournalEntry,
@@ -182,7 +183,7 @@ fn claim(c: &mut Criterion) {
 }
 
 /// A fresh store with one claimed workflow run and one enabled schedule trigger.
-fn small_store() -> (tempfile::TempDir, Store, String, String) {
+fn small_store() -> (tempfile::TempDir, Store, Claim, String) {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path().join("agents.sqlite")).unwrap();
     store
@@ -201,7 +202,8 @@ fn small_store() -> (tempfile::TempDir, Store, String, String) {
             "script",
         ))
         .unwrap();
-    store.claim_run(ACCOUNT, &run.id, "w").unwrap().unwrap();
+    let claimed = store.claim_run(ACCOUNT, &run.id, "w").unwrap().unwrap();
+    let claim = Claim::of(&claimed).unwrap();
     let trigger = store
         .create_trigger(&NewTrigger {
             id: Some("trigger".into()),
@@ -223,7 +225,7 @@ fn small_store() -> (tempfile::TempDir, Store, String, String) {
         .trigger
         .id;
     relaxed(store.conn());
-    (dir, store, run.id, trigger)
+    (dir, store, claim, trigger)
 }
 
 fn entry() -> WorkflowJournalEntry {
@@ -243,7 +245,8 @@ fn entry() -> WorkflowJournalEntry {
 const JOURNAL_WINDOW: u64 = 100;
 
 fn journal(c: &mut Criterion) {
-    let (_dir, mut store, run_id, _) = small_store();
+    let (_dir, mut store, claim, _) = small_store();
+    let run_id = claim.run_id.clone();
     let path = store.path().to_path_buf();
     let mut group = c.benchmark_group("journal append");
     group
@@ -260,7 +263,7 @@ fn journal(c: &mut Criterion) {
                         .unwrap();
                 }
                 let start = Instant::now();
-                store.append_journal(ACCOUNT, &run_id, &entry()).unwrap();
+                store.append_journal(&claim, &entry()).unwrap();
                 total += start.elapsed();
             }
             total
@@ -282,12 +285,12 @@ fn journal(c: &mut Criterion) {
                 let tx = conn
                     .transaction_with_behavior(TransactionBehavior::Immediate)
                     .unwrap();
-                let status: String = tx
-                    .prepare_cached("SELECT status FROM runs WHERE account_id = ?1 AND id = ?2")
+                let (status, owner, attempt): (String, String, i64) = tx
+                    .prepare_cached("SELECT status, lease_owner, attempt FROM runs WHERE account_id = ?1 AND id = ?2")
                     .unwrap()
-                    .query_row(params![ACCOUNT, run_id], |r| r.get(0))
+                    .query_row(params![ACCOUNT, run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                     .unwrap();
-                assert_eq!(status, "claimed");
+                assert_eq!((status.as_str(), owner.as_str(), attempt), ("claimed", "w", 1));
                 let (count, size): (i64, i64) = tx
                     .prepare_cached("SELECT count(*), coalesce(sum(length(entry_cbor)), 0) FROM run_journal WHERE run_id = ?1")
                     .unwrap()

@@ -4,8 +4,11 @@
 //! - deleting a session does not cascade: in one `BEGIN IMMEDIATE` transaction its runs keep
 //!   their history with `session_id` nulled, its child sessions become top level, firings that
 //!   created it keep their row with `session_id` nulled, and its events and the row go;
-//! - deleting an agent follows the description's order in one `BEGIN IMMEDIATE` transaction:
-//!   events of its sessions; runs detached from its firings, sessions and the agent; children
+//! - deleting an agent follows the description's order in one `BEGIN IMMEDIATE` transaction,
+//!   after ending its live work: every run of the agent or of its sessions that is not terminal,
+//!   and every live run below one of those, is canceled with its waits (a worker holding one
+//!   finds its lease gone), so nothing of the agent stays claimable or parked. Then events of
+//!   its sessions; runs detached from its firings, sessions and the agent; children
 //!   of its sessions that belong to other agents promoted to top level; firings; sessions;
 //!   triggers (with their claims and webhook credentials); drafts; tool documents;
 //!   collaborators; the agent;
@@ -23,7 +26,9 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::error::{Error, Result};
 use crate::query;
-use crate::schema::{agents, sessions};
+use crate::runs::terminate;
+use crate::schema::runs::Status;
+use crate::schema::{agents, runs, sessions};
 use crate::Store;
 
 /// What deleting an agent removed.
@@ -69,13 +74,14 @@ pub fn delete_session(conn: &Connection, account_id: &str, session_id: &str) -> 
 }
 
 /// Deletes the agent `agent_id` of `account_id` and everything it owns inside the caller's
-/// transaction, in the description's order; returns the agent's state directory (not yet
-/// removed) and how many sessions were deleted.
+/// transaction, in the description's order, after canceling its live runs at `now`; returns
+/// the agent's state directory (not yet removed) and how many sessions were deleted.
 ///
 /// # Errors
 /// [`Error::NotFound`] (`agent`); [`Error::Sqlite`] otherwise.
 pub fn delete_agent_rows(
     conn: &Connection,
+    now: i64,
     account_id: &str,
     agent_id: &str,
 ) -> Result<AgentDeletion> {
@@ -83,6 +89,26 @@ pub fn delete_agent_rows(
         what: "agent",
         id: agent_id.into(),
     })?;
+    // 0. Live work ends first: once the agent and its sessions are detached, nothing could tell
+    //    these runs apart from another agent's.
+    let live = query!(
+        "WITH RECURSIVE tree(id) AS (
+           SELECT id FROM runs WHERE account_id = ?2 AND (agent_id = ?1
+             OR session_id IN (SELECT id FROM sessions WHERE agent_id = ?1))
+           UNION
+           SELECT r.id FROM runs AS r INDEXED BY runs_by_parent JOIN tree ON r.parent_run_id = tree.id
+         )
+         SELECT runs.id FROM runs JOIN tree ON runs.id = tree.id
+         WHERE runs.status IN ('queued', 'claimed', 'running', 'waiting')",
+        agent_id,
+        account_id
+    )
+    .fetch_all(conn)?;
+    for run in live {
+        if let Some(mut row) = runs::get(conn, account_id, &run.id)? {
+            terminate(conn, &mut row, Status::Canceled, None, None, now)?;
+        }
+    }
     // Each statement takes the agent id as ?1; sets of the agent's sessions, firings and
     // triggers are subqueries so that nothing is read into memory.
     // 1. The Log of every session of the agent.
@@ -206,10 +232,11 @@ impl Store {
     /// [`Error::StateDirNotRemoved`] means the delete **committed** and only the directory
     /// removal failed; it is not rolled back.
     pub fn delete_agent(&mut self, account_id: &str, agent_id: &str) -> Result<AgentDeletion> {
+        let now = self.now_ms();
         let tx = self
             .conn_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let deletion = delete_agent_rows(&tx, account_id, agent_id)?;
+        let deletion = delete_agent_rows(&tx, now, account_id, agent_id)?;
         tx.commit()?;
         remove_state_dir(agent_id, &deletion.state_dir)?;
         Ok(deletion)

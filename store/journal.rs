@@ -19,6 +19,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::cbor::Cbor;
 use crate::error::{Error, Result};
+use crate::lease::Claim;
 use crate::payload::{RunErrorInfo, WorkflowJournalEntry};
 use crate::runs::{load_run, terminate};
 use crate::schema::run_journal;
@@ -31,6 +32,9 @@ pub const MAX_ENTRIES: i64 = 5_000;
 pub const MAX_BYTES: i64 = 8 * 1024 * 1024;
 /// The error code of a run failed by the journal cap.
 pub const JOURNAL_CAP_CODE: &str = "journal-cap";
+/// The error message of a run failed by the journal cap (the sizes are in [`Error::JournalCap`]).
+pub const JOURNAL_CAP_MESSAGE: &str =
+    "Workflow journal cap reached; split the work into smaller workflows";
 
 /// A run's journal size: entries and bytes. ?1 run.
 macro_rules! journal_size_query {
@@ -103,12 +107,8 @@ pub(crate) fn append_in_tx(
     let (entries, bytes) = (size.entries.unwrap_or(0), size.bytes.unwrap_or(0));
     let size = i64::try_from(entry_cbor.as_bytes().len()).unwrap_or(i64::MAX);
     if entries + 1 > MAX_ENTRIES || bytes.saturating_add(size) > MAX_BYTES {
-        let error = RunErrorInfo::new(
-            JOURNAL_CAP_CODE,
-            format!(
-                "the journal holds {entries} entries ({bytes} bytes); the cap is {MAX_ENTRIES} entries or {MAX_BYTES} bytes per run"
-            ),
-        );
+        // The TypeScript server's words, so both write the same error bytes.
+        let error = RunErrorInfo::new(JOURNAL_CAP_CODE, JOURNAL_CAP_MESSAGE);
         // Only the rare capped append needs the whole row.
         let mut run = load_run(conn, account_id, run_id)?;
         terminate(conn, &mut run, Status::Failed, None, Some(error), now)?;
@@ -128,48 +128,35 @@ pub(crate) fn append_in_tx(
 }
 
 impl Store {
-    /// Appends `entry` to the journal of a live run and returns its seq (count + 1).
+    /// Appends `entry` to the journal of the claimed run and returns its seq (count + 1).
     ///
     /// # Errors
     /// [`Error::JournalCap`] when the entry would pass 5,000 entries or 8 MiB (the run is then
-    /// failed with `journal-cap` and nothing is appended), [`Error::Conflict`] when the run is
-    /// terminal, [`Error::NotFound`] when it is not in the account.
-    pub fn append_journal(
-        &mut self,
-        account_id: &str,
-        run_id: &str,
-        entry: &WorkflowJournalEntry,
-    ) -> Result<i64> {
+    /// failed with `journal-cap` and nothing is appended), [`Error::LeaseLost`] when `claim` no
+    /// longer holds the run, [`Error::NotFound`] when it is not in the account.
+    pub fn append_journal(&mut self, claim: &Claim, entry: &WorkflowJournalEntry) -> Result<i64> {
         let now = self.now_ms();
         let tx = self
             .conn_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        // The status alone decides; the hot path never decodes the whole row.
-        let status = query!(
-            "SELECT status FROM runs WHERE account_id = ?1 AND id = ?2",
-            account_id,
-            run_id
+        // The lease alone decides; the hot path never decodes the whole row.
+        let lease = query!(
+            "SELECT status, lease_owner, attempt FROM runs WHERE account_id = ?1 AND id = ?2",
+            claim.account_id,
+            claim.run_id
         )
         .fetch_optional(&tx)?
         .ok_or_else(|| Error::NotFound {
             what: "run",
-            id: run_id.to_owned(),
-        })?
-        .status;
-        if !matches!(
-            status,
-            Status::Queued | Status::Claimed | Status::Running | Status::Waiting
-        ) {
-            return Err(Error::Conflict {
-                what: "run",
-                key: run_id.to_owned(),
-                reason: format!("its journal is closed: the run is {status}"),
-            });
+            id: claim.run_id.clone(),
+        })?;
+        if !claim.holds_lease(lease.status, lease.lease_owner.as_deref(), lease.attempt) {
+            return Err(claim.lost());
         }
-        let appended = append_in_tx(&tx, account_id, run_id, entry, now)?;
+        let appended = append_in_tx(&tx, &claim.account_id, &claim.run_id, entry, now)?;
         // Commit even when capped: the run's failure is part of the outcome.
         tx.commit()?;
-        appended.seq(run_id)
+        appended.seq(&claim.run_id)
     }
 
     /// The journal entries of a run with `seq > after_seq`, in order (0 for all).

@@ -32,6 +32,7 @@ pub mod events;
 pub mod gate;
 pub mod idempotency;
 pub mod journal;
+pub mod lease;
 pub mod mcp;
 pub mod migrate;
 mod open;

@@ -229,11 +229,13 @@ fn checked_config(name: &str, input: &McpServerInput) -> Result<McpServerConfig>
 /// The owned secrets of a config: the references that follow the `mcp-<name>-<header>`
 /// convention.
 fn owned_secrets(name: &str, config: &McpServerConfig) -> Vec<String> {
+    // Header names are case-insensitive, and another implementation may have kept the header's
+    // case in the secret's name (`mcp-docs-Authorization`): ownership is decided without case.
     config
         .secret_refs
         .iter()
         .flatten()
-        .filter(|(header, secret)| **secret == owned_secret_name(name, header))
+        .filter(|(header, secret)| secret.eq_ignore_ascii_case(&owned_secret_name(name, header)))
         .map(|(_, secret)| secret.clone())
         .collect()
 }

@@ -5,9 +5,15 @@
 //! decoding canonical bytes and encoding the result gives back the same bytes, unknown content
 //! included. Open structs carry a flattened `extra` map for the fields this version does not
 //! know, tagged unions an `Other` variant for tags it does not know, and string enums an `Other`
-//! string. Optional fields are `Option`: a missing key and `null` both decode to `None`, and
-//! `None` is always written as `null` (so a value that omitted a key gains an explicit `null` when
-//! it is re-encoded; values written by [`crate::cbor::to_vec`] round-trip exactly).
+//! string.
+//!
+//! Optional fields follow the TypeScript encoder (`@ipld/dag-cbor`), which refuses `undefined` and
+//! writes only the keys a value has: `None` is **omitted**, never written as `null`. So decoding
+//! a value the TypeScript server wrote and encoding it again gives the same bytes. A field of
+//! unknown shape (`Option<Ipld>`, the description's `unknown`) keeps the difference between an
+//! absent key (`None`) and an explicit `null` (`Some(Ipld::Null)`). A typed optional field
+//! (`Option<String>`, `Option<i64>`, ...) reads an explicit `null` as `None`; the TypeScript types
+//! never write one there.
 //!
 //! Where the description gives no inner shape, the type is an open map ([`OpenMap`] newtype) or a
 //! struct with the fields it does name plus `extra`.
@@ -22,6 +28,12 @@ pub use ipld_core::ipld::Ipld;
 
 /// An open DAG-CBOR map: string keys to any value.
 pub type OpenMap = BTreeMap<String, Ipld>;
+
+/// Reads an optional field of unknown shape: a present key is `Some`, even when its value is
+/// `null` (serde's `Option` would read that as `None` and the re-encoded value would lose the key).
+fn keep_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Ipld>, D::Error> {
+    <Ipld as serde::Deserialize>::deserialize(deserializer).map(Some)
+}
 
 /// Declares a payload type that is an open map with no typed fields.
 macro_rules! open_map {

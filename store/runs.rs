@@ -24,6 +24,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::accounts::new_id;
 use crate::cbor::Cbor;
 use crate::error::{Error, Result};
+use crate::lease::{fence, Claim};
 use crate::payload::{
     Ipld, OpenMap, RunBudget, RunErrorInfo, RunInput, RunOutput, RunUsage, RunWait,
 };
@@ -714,6 +715,7 @@ impl Store {
             }
         }
         crate::accounts::touch(&tx, &new.account_id, now)?;
+        let created_at = next_created_at(&tx, new.session_id.as_deref(), now)?;
         let row = runs::Row {
             id,
             account_id: new.account_id.clone(),
@@ -745,7 +747,7 @@ impl Store {
             budget_cbor: new.budget.as_ref().map(Cbor::encode).transpose()?,
             usage_cbor: None,
             plan_cbor: None,
-            created_at: now,
+            created_at,
             started_at: None,
             finished_at: None,
             updated_at: now,
@@ -826,23 +828,14 @@ impl Store {
     /// Marks a claimed run running; the first `started_at` is kept across attempts.
     ///
     /// # Errors
-    /// [`Error::LeaseLost`] when `owner` does not hold the lease, [`Error::Conflict`] when the
-    /// run is not claimed or running, [`Error::NotFound`] when it is not in the account.
-    pub fn start_run(&mut self, account_id: &str, id: &str, owner: &str) -> Result<runs::Row> {
+    /// [`Error::LeaseLost`] when `claim` no longer holds the run (see [`crate::lease`]),
+    /// [`Error::NotFound`] when it is not in the account.
+    pub fn start_run(&mut self, claim: &Claim) -> Result<runs::Row> {
         let now = self.now_ms();
         let tx = self
             .conn_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut row = load_run(&tx, account_id, id)?;
-        if !matches!(row.status, Status::Claimed | Status::Running) {
-            return Err(wrong_status(&row, "start"));
-        }
-        if row.lease_owner.as_deref() != Some(owner) {
-            return Err(Error::LeaseLost {
-                run_id: id.to_owned(),
-                owner: owner.to_owned(),
-            });
-        }
+        let mut row = fence(&tx, claim)?;
         row.status = Status::Running;
         row.started_at.get_or_insert(now);
         row.updated_at = now;
@@ -851,13 +844,13 @@ impl Store {
         Ok(row)
     }
 
-    /// Parks a claimed or running run with `wait`: the lease is cleared and `not_before` is the
-    /// wake time (a timer's `wakeAt`, an event wait's `timeoutAt`, none otherwise).
+    /// Parks the claimed or running run with `wait`: the lease is cleared and `not_before` is
+    /// the wake time (a timer's `wakeAt`, an event wait's `timeoutAt`, none otherwise).
     ///
     /// # Errors
-    /// [`Error::Invalid`] for a children wait without ids, [`Error::Conflict`] when the run is
-    /// not claimed or running, [`Error::NotFound`] when it is not in the account.
-    pub fn park_run(&mut self, account_id: &str, id: &str, wait: &RunWait) -> Result<runs::Row> {
+    /// [`Error::Invalid`] for a children wait without ids, [`Error::LeaseLost`] when `claim` no
+    /// longer holds the run, [`Error::NotFound`] when it is not in the account.
+    pub fn park_run(&mut self, claim: &Claim, wait: &RunWait) -> Result<runs::Row> {
         if let RunWait::Children(children) = wait {
             if children.tool_call_ids.is_empty() {
                 return Err(Error::Invalid {
@@ -870,7 +863,7 @@ impl Store {
         let tx = self
             .conn_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let row = park_in_tx(&tx, account_id, id, wait, now)?;
+        let row = park_in_tx(&tx, claim, wait, now)?;
         tx.commit()?;
         Ok(row)
     }
@@ -983,22 +976,18 @@ impl Store {
         Ok(row)
     }
 
-    /// Records a run's usage at a turn boundary (replacing the stored value; the `children`
-    /// roll-up is kept when `usage` has none).
+    /// Records the claimed run's usage at a turn boundary (replacing the stored value; the
+    /// `children` roll-up is kept when `usage` has none).
     ///
     /// # Errors
-    /// [`Error::NotFound`] when the run is not in the account.
-    pub fn record_run_usage(
-        &mut self,
-        account_id: &str,
-        id: &str,
-        usage: &RunUsage,
-    ) -> Result<runs::Row> {
+    /// [`Error::LeaseLost`] when `claim` no longer holds the run, [`Error::NotFound`] when it is
+    /// not in the account.
+    pub fn record_run_usage(&mut self, claim: &Claim, usage: &RunUsage) -> Result<runs::Row> {
         let now = self.now_ms();
         let tx = self
             .conn_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut row = load_run(&tx, account_id, id)?;
+        let mut row = fence(&tx, claim)?;
         let mut usage = usage.clone();
         if !usage.contains_key("children") {
             if let Some(old) = row.usage_cbor.as_ref().map(Cbor::decode).transpose()? {
@@ -1014,32 +1003,29 @@ impl Store {
         Ok(row)
     }
 
-    /// Ends a run. A retryable failure (`retryable: true`) with attempts left is queued again
-    /// after 5 s doubling per attempt (at most 5 min) plus up to 1 s of jitter. Canceled is
-    /// sticky: finalizing a canceled run writes nothing. A terminal run loses its waits and
-    /// lease, rolls its usage into its parent's `children`, and its session is mirrored.
+    /// Ends the claimed run. A retryable failure (`retryable: true`) with attempts left is
+    /// queued again after 5 s doubling per attempt (at most 5 min) plus up to 1 s of jitter.
+    /// Canceled is sticky: finalizing a canceled run writes nothing. A terminal run loses its
+    /// waits and lease, rolls its usage into its parent's `children`, and its session is
+    /// mirrored.
     ///
     /// # Errors
-    /// [`Error::Conflict`] when the run already succeeded or failed, [`Error::NotFound`] when it
-    /// is not in the account.
-    pub fn finalize_run(
-        &mut self,
-        account_id: &str,
-        id: &str,
-        outcome: RunOutcome,
-    ) -> Result<Finalized> {
+    /// [`Error::LeaseLost`] when `claim` no longer holds the run (swept, reclaimed or ended),
+    /// [`Error::NotFound`] when it is not in the account.
+    pub fn finalize_run(&mut self, claim: &Claim, outcome: RunOutcome) -> Result<Finalized> {
         let now = self.now_ms();
         let jitter = rand::thread_rng().gen_range(0..=BACKOFF_JITTER_MS);
         let tx = self
             .conn_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut row = load_run(&tx, account_id, id)?;
+        let mut row = load_run(&tx, &claim.account_id, &claim.run_id)?;
         if row.status == Status::Canceled {
             return Ok(Finalized::AlreadyCanceled(row));
         }
-        if is_terminal(row.status) {
-            return Err(wrong_status(&row, "finalize"));
+        if !claim.holds(&row) {
+            return Err(claim.lost());
         }
+        let (account_id, id) = (claim.account_id.as_str(), claim.run_id.as_str());
         let done = match outcome {
             RunOutcome::Succeeded(output) => {
                 terminate(&tx, &mut row, Status::Succeeded, Some(output), None, now)?;
@@ -1103,53 +1089,38 @@ impl Store {
         Ok(report)
     }
 
-    /// Extends the lease `owner` holds on a claimed or running run to now + 60 s and returns the
-    /// new expiry.
+    /// Extends the lease `claim` holds to now + 60 s and returns the new expiry.
     ///
     /// # Errors
-    /// [`Error::LeaseLost`] when `owner` no longer holds the lease (the run was swept, requeued,
+    /// [`Error::LeaseLost`] when `claim` no longer holds the run (the run was swept, requeued,
     /// finished or claimed by another worker), [`Error::NotFound`] when it is not in the account.
-    pub fn renew_lease(&mut self, account_id: &str, id: &str, owner: &str) -> Result<i64> {
+    pub fn renew_lease(&mut self, claim: &Claim) -> Result<i64> {
         let now = self.now_ms();
         let expiry = now + LEASE_MS;
         let tx = self
             .conn_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        load_run(&tx, account_id, id)?;
-        let changed = query!(
-            "UPDATE runs SET lease_expires_at = ?4, updated_at = ?5
-                 WHERE account_id = ?1 AND id = ?2 AND lease_owner = ?3 AND status IN ('claimed', 'running')",
-            account_id,
-            id,
-            owner,
+        fence(&tx, claim)?;
+        query!(
+            "UPDATE runs SET lease_expires_at = ?3, updated_at = ?4 WHERE account_id = ?1 AND id = ?2",
+            claim.account_id,
+            claim.run_id,
             expiry,
             now
         )
         .execute(&tx)?;
-        if changed == 0 {
-            return Err(Error::LeaseLost {
-                run_id: id.to_owned(),
-                owner: owner.to_owned(),
-            });
-        }
         tx.commit()?;
         Ok(expiry)
     }
 
-    /// Ends a claimed or running run as succeeded and enqueues its successor in one
-    /// transaction: same tree position, kind, agent, session, source and queue,
-    /// `continued_from_run_id` set, a fresh journal (the successor has its own id). Returns the
-    /// successor.
+    /// Ends the claimed run as succeeded and enqueues its successor in one transaction: same
+    /// tree position, kind, agent, session, source and queue, `continued_from_run_id` set, a
+    /// fresh journal (the successor has its own id). Returns the successor.
     ///
     /// # Errors
-    /// [`Error::Conflict`] when the run is not claimed or running, [`Error::NotFound`] when it
-    /// is not in the account.
-    pub fn continue_as_new(
-        &mut self,
-        account_id: &str,
-        id: &str,
-        next: &ContinueAsNew,
-    ) -> Result<runs::Row> {
+    /// [`Error::LeaseLost`] when `claim` no longer holds the run, [`Error::NotFound`] when it is
+    /// not in the account.
+    pub fn continue_as_new(&mut self, claim: &Claim, next: &ContinueAsNew) -> Result<runs::Row> {
         if let Some(title) = &next.title {
             if title.trim().is_empty() {
                 return Err(Error::Invalid {
@@ -1162,10 +1133,8 @@ impl Store {
         let tx = self
             .conn_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut row = load_run(&tx, account_id, id)?;
-        if !matches!(row.status, Status::Claimed | Status::Running) {
-            return Err(wrong_status(&row, "continue as new"));
-        }
+        let mut row = fence(&tx, claim)?;
+        let created_at = next_created_at(&tx, row.session_id.as_deref(), now)?;
         let successor = runs::Row {
             id: new_id(),
             continued_from_run_id: Some(row.id.clone()),
@@ -1185,7 +1154,7 @@ impl Store {
             lease_expires_at: None,
             usage_cbor: None,
             plan_cbor: None,
-            created_at: now,
+            created_at,
             started_at: None,
             finished_at: None,
             updated_at: now,
@@ -1270,19 +1239,15 @@ impl Store {
     }
 }
 
-/// Parks a run inside the caller's transaction (also used by waits, which register and park in
-/// one transaction).
+/// Parks the run under `claim` inside the caller's transaction (also used by waits, which
+/// register and park in one transaction).
 pub(crate) fn park_in_tx(
     conn: &Connection,
-    account_id: &str,
-    id: &str,
+    claim: &Claim,
     wait: &RunWait,
     now: i64,
 ) -> Result<runs::Row> {
-    let mut row = load_run(conn, account_id, id)?;
-    if !matches!(row.status, Status::Claimed | Status::Running) {
-        return Err(wrong_status(&row, "park"));
-    }
+    let mut row = fence(conn, claim)?;
     row.status = Status::Waiting;
     row.not_before = match wait {
         RunWait::Timer(timer) => Some(timer.wake_at),
@@ -1295,7 +1260,26 @@ pub(crate) fn park_in_tx(
     row.updated_at = now;
     runs::update(conn, &row)?;
     if let Some(session) = &row.session_id {
-        mirror_session(conn, account_id, session)?;
+        mirror_session(conn, &claim.account_id, session)?;
     }
     Ok(row)
+}
+
+/// The `created_at` of a run enqueued now into `session_id`: `now`, or one millisecond past the
+/// session's newest run when that is not earlier. The queue serializes a session's turns in
+/// `created_at` order, so two turns enqueued in the same millisecond must not tie (a tie would
+/// fall to the run id, which is random): this keeps a session's runs in insertion order on
+/// `runs_dispatch` itself. Runs inside the caller's write transaction, so concurrent enqueuers
+/// (threads or processes) serialize on it.
+fn next_created_at(conn: &Connection, session_id: Option<&str>, now: i64) -> Result<i64> {
+    let Some(session_id) = session_id else {
+        return Ok(now);
+    };
+    let newest = query!(
+        "SELECT CAST(max(created_at) AS INTEGER) AS newest FROM runs INDEXED BY runs_by_session WHERE session_id = ?1",
+        session_id
+    )
+    .fetch_one(conn)?
+    .newest;
+    Ok(newest.map_or(now, |newest| now.max(newest.saturating_add(1))))
 }

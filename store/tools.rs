@@ -19,12 +19,11 @@
 use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::{Connection, TransactionBehavior};
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::cbor::{self, Cbor};
 use crate::error::{Error, Result};
-use crate::payload::{Ipld, OpenMap, ToolDocument, ToolKind};
+use crate::payload::{Ipld, ToolDocument, ToolKind};
 use crate::schema::{agents, tool_documents};
 use crate::{accounts, query, Store};
 
@@ -121,54 +120,18 @@ impl ToolSync {
     }
 }
 
-/// The wire form of a [`ToolDocument`]: absent optional fields are left out rather than written
-/// as `null`, as the TypeScript server (whose DAG-CBOR encoder refuses `undefined`) writes them,
-/// so a document has the same bytes, and CID, on both. Fields borrow the document: no copy.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Wire<'a> {
-    name: &'a str,
-    kind: &'a ToolKind,
-    summary: &'a str,
-    description: &'a str,
-    input: &'a Ipld,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    output: Option<&'a Ipld>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    source: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    runtime: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    binding: Option<&'a Ipld>,
-    #[serde(flatten)]
-    extra: &'a OpenMap,
-}
-
 /// The canonical DAG-CBOR bytes of `doc`, the bytes its CID is over.
 ///
-/// Map keys are sorted length-first whatever order the input had; an absent optional field
-/// (`None`, or `Some(null)`, which decodes to `None`) is left out, so decoding the bytes and
-/// encoding the result gives the same bytes.
+/// Map keys are sorted length-first whatever order the input had, and an absent optional field
+/// is left out (see [`crate::payload`]), as the TypeScript server writes documents, so a
+/// document has the same bytes, and CID, on both, and decoding the bytes and encoding the result
+/// gives the same bytes.
 ///
 /// # Errors
 /// [`Error::Cbor`] when the document has no canonical encoding (an `extra` key that repeats a
 /// field, a non-finite float).
 pub fn encode_document(doc: &ToolDocument) -> Result<Vec<u8>> {
-    fn present(value: &Option<Ipld>) -> Option<&Ipld> {
-        value.as_ref().filter(|v| !matches!(v, Ipld::Null))
-    }
-    Ok(cbor::to_vec(&Wire {
-        name: &doc.name,
-        kind: &doc.kind,
-        summary: &doc.summary,
-        description: &doc.description,
-        input: &doc.input,
-        output: present(&doc.output),
-        source: doc.source.as_deref(),
-        runtime: doc.runtime.as_deref(),
-        binding: present(&doc.binding),
-        extra: &doc.extra,
-    })?)
+    Ok(cbor::to_vec(doc)?)
 }
 
 /// The CIDv1 of DAG-CBOR `bytes` in its usual text form: multibase base32 (lower case, no

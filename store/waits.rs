@@ -7,6 +7,11 @@
 //! the run and deletes every wait of the run. Whichever of signal, timeout or cancel commits first
 //! deletes the wait rows, so the others find nothing, write nothing, and say so.
 //!
+//! The journaled resolution has the TypeScript server's shape: `{kind: 'event', callSeq, key?,
+//! waitId, delivery?}`, with the `callSeq` and `key` of the `wait` entry that registered it, and
+//! `delivery: {source, signal?, payload?}` (`source` is `signal`, `activity` or `trigger`);
+//! a timeout journals no `delivery` at all. Only a run parked on an `event` wait is delivered to.
+//!
 //! Match rules ([`matches_signal`], [`matches_activity`]): a `signal` matches that exact signal;
 //! a match with neither a signal nor activity criteria matches any signal; activity criteria
 //! never match a signal; activity criteria (`eventType`, `resource`, `author`, each optional)
@@ -18,10 +23,11 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::cbor::Cbor;
 use crate::error::{Error, Result};
 use crate::journal::{append_in_tx, Appended};
+use crate::lease::{fence, Claim};
 use crate::payload::{
     Ipld, JournalEntryBody, OpenMap, RunWait, RunWaitEvent, WaitMatch, WorkflowJournalEntry,
 };
-use crate::runs::{delete_waits, is_terminal, load_run, park_in_tx, requeue_waiting};
+use crate::runs::{delete_waits, load_run, park_in_tx, requeue_waiting};
 use crate::schema::run_event_waits;
 use crate::schema::runs::{self, Status};
 use crate::{query, Store};
@@ -52,8 +58,27 @@ pub struct ActivityEvent {
     pub resource: String,
     /// Its author.
     pub author: String,
-    /// What is journaled as the event's payload.
+    /// What is journaled as the delivery's `payload`: the feed event as the server received it.
+    /// `None` journals `{eventType, resource, author}` instead.
     pub payload: Option<Ipld>,
+}
+
+/// Who answered a wait: the `source` of the journaled delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliverySource {
+    /// A person or the system signalled the run (SignalRun).
+    Signal,
+    /// A trigger's `wake` continuation.
+    Trigger,
+}
+
+impl DeliverySource {
+    fn as_str(self) -> &'static str {
+        match self {
+            DeliverySource::Signal => "signal",
+            DeliverySource::Trigger => "trigger",
+        }
+    }
 }
 
 /// A wait resolved by a delivery or a timeout.
@@ -146,9 +171,9 @@ pub fn matches_activity(m: &WaitMatch, event: &ActivityEvent) -> bool {
             .is_none_or(|r| resource_base(r) == resource_base(&event.resource))
 }
 
-/// The `callSeq` of the journal's `wait` entry registering `wait_id` (its `waitId` field), else
-/// `wait_id` read as a number, else 0.
-fn wait_call_seq(conn: &Connection, run_id: &str, wait_id: &str) -> Result<u64> {
+/// The `callSeq` and `key` of the journal's `wait` entry registering `wait_id` (its `waitId`
+/// field), else `wait_id` read as a number (or 0) and no key.
+fn registration(conn: &Connection, run_id: &str, wait_id: &str) -> Result<(u64, Option<String>)> {
     // Newest first, one entry per step (the registering entry is normally among the last), so
     // the journal is never read further back than needed.
     let mut before = i64::MAX;
@@ -162,36 +187,56 @@ fn wait_call_seq(conn: &Connection, run_id: &str, wait_id: &str) -> Result<u64> 
         before = row.seq;
         if let Ok(WorkflowJournalEntry::Wait(body)) = row.entry_cbor.decode() {
             if matches!(body.extra.get("waitId"), Some(Ipld::String(id)) if id == wait_id) {
-                return Ok(body.call_seq);
+                return Ok((body.call_seq, body.key));
             }
         }
     }
-    Ok(wait_id.parse().unwrap_or(0))
+    Ok((wait_id.parse().unwrap_or(0), None))
+}
+
+/// Whether `run` is parked on an `event` wait (the only wait a delivery may answer).
+fn parked_on_event(run: &runs::Row) -> Result<bool> {
+    if run.status != Status::Waiting {
+        return Ok(false);
+    }
+    Ok(
+        match run.wait_cbor.as_ref().map(Cbor::decode).transpose()? {
+            Some(RunWait::Event(_)) => true,
+            Some(RunWait::Other(map)) => {
+                matches!(map.get("reason"), Some(Ipld::String(r)) if r == "event")
+            }
+            _ => false,
+        },
+    )
 }
 
 /// Resolves the wait `(run_id, wait_id)` inside the caller's IMMEDIATE transaction: journals an
-/// `event` entry carrying `fields`, requeues the run, deletes its waits. `None` (nothing written)
-/// when the wait is gone or its run is not waiting.
+/// `event` entry carrying `delivery` (none for a timeout), requeues the run, deletes its waits.
+/// `None` (nothing written) when the wait is gone or its run is not parked on an event wait.
 pub(crate) fn resolve_wait(
     conn: &Connection,
     account_id: &str,
     run_id: &str,
     wait_id: &str,
-    mut fields: OpenMap,
+    delivery: Option<OpenMap>,
     now: i64,
 ) -> Result<Option<Delivered>> {
     if run_event_waits::get(conn, account_id, run_id, wait_id)?.is_none() {
         return Ok(None);
     }
     let mut run = load_run(conn, account_id, run_id)?;
-    if run.status != Status::Waiting {
+    if !parked_on_event(&run)? {
         return Ok(None);
     }
-    let call_seq = wait_call_seq(conn, run_id, wait_id)?;
+    let (call_seq, key) = registration(conn, run_id, wait_id)?;
+    let mut fields = OpenMap::new();
     fields.insert("waitId".into(), Ipld::String(wait_id.to_owned()));
+    if let Some(delivery) = delivery {
+        fields.insert("delivery".into(), Ipld::Map(delivery));
+    }
     let entry = WorkflowJournalEntry::Event(JournalEntryBody {
         call_seq,
-        key: None,
+        key,
         extra: fields,
     });
     match append_in_tx(conn, account_id, run_id, &entry, now)? {
@@ -246,15 +291,14 @@ fn upsert_wait(
 }
 
 impl Store {
-    /// Registers (or re-registers, keeping `created_at`) a wait of a live run.
+    /// Registers (or re-registers, keeping `created_at`) a wait of the claimed run.
     ///
     /// # Errors
-    /// [`Error::Invalid`] for an empty wait id, [`Error::Conflict`] when the run is terminal,
-    /// [`Error::NotFound`] when it is not in the account.
+    /// [`Error::Invalid`] for an empty wait id, [`Error::LeaseLost`] when `claim` no longer
+    /// holds the run, [`Error::NotFound`] when it is not in the account.
     pub fn register_wait(
         &mut self,
-        account_id: &str,
-        run_id: &str,
+        claim: &Claim,
         wait_id: &str,
         criteria: &WaitMatch,
         timeout_at: Option<i64>,
@@ -264,51 +308,38 @@ impl Store {
         let tx = self
             .conn_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let run = load_run(&tx, account_id, run_id)?;
-        if is_terminal(run.status) {
-            return Err(Error::Conflict {
-                what: "run",
-                key: run_id.to_owned(),
-                reason: format!("cannot wait: the run is {}", run.status),
-            });
-        }
+        let run = fence(&tx, claim)?;
         upsert_wait(&tx, &run, wait_id, criteria, timeout_at, now)?;
-        let row = run_event_waits::get(&tx, account_id, run_id, wait_id)?.ok_or_else(|| {
-            Error::NotFound {
-                what: "wait",
-                id: wait_id.to_owned(),
-            }
-        })?;
+        let row =
+            run_event_waits::get(&tx, &run.account_id, &run.id, wait_id)?.ok_or_else(|| {
+                Error::NotFound {
+                    what: "wait",
+                    id: wait_id.to_owned(),
+                }
+            })?;
         tx.commit()?;
         Ok(row)
     }
 
-    /// `ctx.waitForEvent` in one transaction: registers the wait and parks the claimed or running
-    /// run on an `event` wait (`not_before` = the timeout), so no delivery can fall between the
-    /// two.
+    /// `ctx.waitForEvent` in one transaction: registers the wait `wait.wait_id` with `criteria`
+    /// and parks the claimed run on `wait` (`not_before` = its `timeoutAt`), so no delivery can
+    /// fall between the two.
     ///
     /// # Errors
     /// As [`Store::register_wait`] and [`Store::park_run`].
     pub fn park_for_event(
         &mut self,
-        account_id: &str,
-        run_id: &str,
-        wait_id: &str,
+        claim: &Claim,
+        wait: &RunWaitEvent,
         criteria: &WaitMatch,
-        timeout_at: Option<i64>,
     ) -> Result<runs::Row> {
-        check_wait_id(wait_id)?;
+        check_wait_id(&wait.wait_id)?;
         let now = self.now_ms();
         let tx = self
             .conn_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let run = load_run(&tx, account_id, run_id)?;
-        let wait = RunWait::Event(RunWaitEvent {
-            timeout_at,
-            extra: OpenMap::new(),
-        });
-        let parked = park_in_tx(&tx, account_id, run_id, &wait, now)?;
-        upsert_wait(&tx, &run, wait_id, criteria, timeout_at, now)?;
+        let parked = park_in_tx(&tx, claim, &RunWait::Event(wait.clone()), now)?;
+        upsert_wait(&tx, &parked, &wait.wait_id, criteria, wait.timeout_at, now)?;
         tx.commit()?;
         Ok(parked)
     }
@@ -321,9 +352,11 @@ impl Store {
         run_event_waits::list_by_run_id(self.conn(), account_id, run_id)
     }
 
-    /// Delivers `signal` (with `payload`) to the oldest matching wait of a waiting run: of
-    /// `run_id` when given, else of any run of the account. One transaction: journal `event`
-    /// entry, run requeued, every wait of the run deleted.
+    /// Delivers `signal` (with `payload`) to the oldest matching wait of a run parked on an
+    /// event wait: of `run_id` when given, else of any run of the account. One transaction:
+    /// journal `event` entry (`delivery: {source, signal, payload?}`), run requeued, every wait
+    /// of the run deleted. `source` says who signals: a person or the system, or a trigger's
+    /// `wake` continuation.
     ///
     /// # Errors
     /// [`Error::Sqlite`] or a decode error; a delivery that finds nothing is
@@ -332,6 +365,7 @@ impl Store {
         &mut self,
         account_id: &str,
         run_id: Option<&str>,
+        source: DeliverySource,
         signal: &str,
         payload: Option<Ipld>,
     ) -> Result<SignalOutcome> {
@@ -348,14 +382,20 @@ impl Store {
             if !matches_signal(&wait.match_cbor.decode()?, signal) {
                 continue;
             }
-            let mut fields = OpenMap::new();
-            fields.insert("signal".into(), Ipld::String(signal.to_owned()));
+            let mut delivery = OpenMap::new();
+            delivery.insert("source".into(), Ipld::String(source.as_str().to_owned()));
+            delivery.insert("signal".into(), Ipld::String(signal.to_owned()));
             if let Some(payload) = &payload {
-                fields.insert("payload".into(), payload.clone());
+                delivery.insert("payload".into(), payload.clone());
             }
-            if let Some(done) =
-                resolve_wait(&tx, account_id, &wait.run_id, &wait.wait_id, fields, now)?
-            {
+            if let Some(done) = resolve_wait(
+                &tx,
+                account_id,
+                &wait.run_id,
+                &wait.wait_id,
+                Some(delivery),
+                now,
+            )? {
                 outcome = SignalOutcome::Delivered(done);
                 break;
             }
@@ -388,18 +428,24 @@ impl Store {
             if !matches_activity(&wait.match_cbor.decode()?, event) {
                 continue;
             }
-            let mut fields = OpenMap::new();
-            let mut activity = OpenMap::new();
-            activity.insert("eventType".into(), Ipld::String(event.event_type.clone()));
-            activity.insert("resource".into(), Ipld::String(event.resource.clone()));
-            activity.insert("author".into(), Ipld::String(event.author.clone()));
-            fields.insert("activity".into(), Ipld::Map(activity));
-            if let Some(payload) = &event.payload {
-                fields.insert("payload".into(), payload.clone());
-            }
-            if let Some(done) =
-                resolve_wait(&tx, account_id, &wait.run_id, &wait.wait_id, fields, now)?
-            {
+            let payload = event.payload.clone().unwrap_or_else(|| {
+                let mut activity = OpenMap::new();
+                activity.insert("eventType".into(), Ipld::String(event.event_type.clone()));
+                activity.insert("resource".into(), Ipld::String(event.resource.clone()));
+                activity.insert("author".into(), Ipld::String(event.author.clone()));
+                Ipld::Map(activity)
+            });
+            let mut delivery = OpenMap::new();
+            delivery.insert("source".into(), Ipld::String("activity".into()));
+            delivery.insert("payload".into(), payload);
+            if let Some(done) = resolve_wait(
+                &tx,
+                account_id,
+                &wait.run_id,
+                &wait.wait_id,
+                Some(delivery),
+                now,
+            )? {
                 delivered.push(done);
             }
         }
@@ -426,7 +472,7 @@ impl Store {
                 &wait.account_id,
                 &wait.run_id,
                 &wait.wait_id,
-                OpenMap::new(),
+                None,
                 now,
             )? {
                 timed_out.push(done);

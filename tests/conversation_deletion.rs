@@ -331,3 +331,85 @@ fn a_state_dir_that_cannot_be_removed_is_a_typed_error_after_the_committed_delet
     );
     store.delete_agent(A, &y).unwrap();
 }
+
+#[test]
+fn deleting_an_agent_leaves_none_of_its_runs_claimable_or_waiting() {
+    use seed_agents_store::lease::Claim;
+    use seed_agents_store::runs::{ClaimLimits, NewRun};
+    use seed_agents_store::schema::runs::{Kind, Origin, Status};
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = open(&dir);
+    let doomed = agent(&mut store, dir.path().join("doomed").to_str().unwrap());
+    let kept = agent(&mut store, dir.path().join("kept").to_str().unwrap());
+    let s = session(&mut store, &doomed, None);
+    let turn = |session: &str, agent: &str| {
+        let mut run = NewRun::new(A, Kind::Agent, Origin::User, "turn");
+        run.agent_id = Some(agent.into());
+        run.session_id = Some(session.into());
+        run
+    };
+    let workflow = |agent: &str| {
+        let mut run = NewRun::new(A, Kind::Workflow, Origin::Workflow, "script");
+        run.agent_id = Some(agent.into());
+        run
+    };
+    // A workflow run parked on an event wait, with a queued child below it.
+    let waiting = store.enqueue_run(&workflow(&doomed)).unwrap();
+    let claimed = store.claim_run(A, &waiting.id, "w").unwrap().unwrap();
+    let mut child = NewRun::new(A, Kind::Workflow, Origin::Workflow, "child");
+    child.parent_run_id = Some(waiting.id.clone());
+    let child = store.enqueue_run(&child).unwrap();
+    let wait = seed_agents_store::payload::RunWaitEvent {
+        wait_id: "1".into(),
+        timeout_at: None,
+        label: None,
+        answer_with: None,
+        extra: OpenMap::new(),
+    };
+    let signal = WaitMatch::Signal(WaitMatchSignal {
+        signal: "go".into(),
+        extra: OpenMap::new(),
+    });
+    store
+        .park_for_event(&Claim::of(&claimed).unwrap(), &wait, &signal)
+        .unwrap();
+    // A running turn held by a worker, and a queued turn after it.
+    let running = store.enqueue_run(&turn(&s, &doomed)).unwrap();
+    let queued = store.enqueue_run(&turn(&s, &doomed)).unwrap();
+    let worker = store.claim_run(A, &running.id, "w").unwrap().unwrap();
+    let worker = Claim::of(&worker).unwrap();
+    store.start_run(&worker).unwrap();
+    // Another agent's queued run is not touched.
+    let other = store.enqueue_run(&workflow(&kept)).unwrap();
+
+    store.delete_agent(A, &doomed).unwrap();
+
+    for id in [&waiting.id, &child.id, &running.id, &queued.id] {
+        let row = store.run(A, id).unwrap().unwrap();
+        assert_eq!(row.status, Status::Canceled, "{id}");
+        assert_eq!((row.wait_cbor, row.lease_owner), (None, None), "{id}");
+    }
+    assert_eq!(
+        count(
+            store.conn(),
+            "SELECT count(*) FROM run_event_waits WHERE run_id = ?1",
+            &waiting.id
+        ),
+        0
+    );
+    // Only the other agent's run is left to claim, and the worker's lease is gone.
+    let next = store
+        .claim_next_run("w2", ClaimLimits::default())
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.id, other.id);
+    assert!(store
+        .claim_next_run("w2", ClaimLimits::default())
+        .unwrap()
+        .is_none());
+    assert!(matches!(
+        store.renew_lease(&worker).unwrap_err(),
+        Error::LeaseLost { .. }
+    ));
+}

@@ -9,7 +9,7 @@ use seed_agents_store::journal::*;
 use seed_agents_store::payload::*;
 use seed_agents_store::runs::{ClaimLimits, RunOutcome};
 use seed_agents_store::schema::runs::Status;
-use seed_agents_store::waits::SignalOutcome;
+use seed_agents_store::waits::{DeliverySource, SignalOutcome};
 use seed_agents_store::Error;
 
 fn log(call_seq: u64) -> WorkflowJournalEntry {
@@ -88,7 +88,7 @@ fn seq_is_count_plus_one_and_load_reads_after_a_seq() {
     let entries = [call(1, "tool|search|{}"), result(1, "found"), log(2)];
     let seqs: Vec<i64> = entries
         .iter()
-        .map(|e| f.store.append_journal(A, &run, e).unwrap())
+        .map(|e| f.store.append_journal(&held(&f.store, A, &run), e).unwrap())
         .collect();
     assert_eq!(seqs, [1, 2, 3]);
     let all = f.store.load_journal(A, &run, 0).unwrap();
@@ -104,7 +104,9 @@ fn seq_is_count_plus_one_and_load_reads_after_a_seq() {
         Error::NotFound { .. }
     ));
     assert!(matches!(
-        f.store.append_journal(B, &run, &log(1)).unwrap_err(),
+        f.store
+            .append_journal(&held(&f.store, B, &run), &log(1))
+            .unwrap_err(),
         Error::NotFound { .. }
     ));
 }
@@ -126,7 +128,9 @@ fn every_entry_kind_round_trips_with_call_seq_key_and_description() {
         entries.push(seed_agents_store::cbor::from_slice(&bytes).unwrap());
     }
     for entry in &entries {
-        f.store.append_journal(A, &run, entry).unwrap();
+        f.store
+            .append_journal(&held(&f.store, A, &run), entry)
+            .unwrap();
     }
     let loaded = f.store.load_journal(A, &run, 0).unwrap();
     for (record, kind) in loaded.iter().skip(1).zip(kinds) {
@@ -151,11 +155,12 @@ fn the_entry_cap_fails_the_run_with_journal_cap() {
     let mut f = fixture();
     let run = live_run(&mut f);
     prefill(&f, &run, MAX_ENTRIES - 1, 1);
+    let claim = held(&f.store, A, &run);
     assert_eq!(
-        f.store.append_journal(A, &run, &log(1)).unwrap(),
+        f.store.append_journal(&claim, &log(1)).unwrap(),
         MAX_ENTRIES
     );
-    let err = f.store.append_journal(A, &run, &log(1)).unwrap_err();
+    let err = f.store.append_journal(&claim, &log(1)).unwrap_err();
     assert!(
         matches!(
             err,
@@ -168,18 +173,19 @@ fn the_entry_cap_fails_the_run_with_journal_cap() {
     );
     let failed = f.store.run(A, &run).unwrap().unwrap();
     assert_eq!(failed.status, Status::Failed);
+    // The TypeScript server's journal-cap error, byte for byte: a code and a message, no nulls.
     assert_eq!(
-        failed.error_cbor.unwrap().decode().unwrap().code,
-        JOURNAL_CAP_CODE
+        failed.error_cbor.unwrap().as_bytes(),
+        hex::decode("a264636f64656b6a6f75726e616c2d636170676d6573736167657843576f726b666c6f77206a6f75726e616c2063617020726561636865643b2073706c69742074686520776f726b20696e746f20736d616c6c657220776f726b666c6f7773").unwrap()
     );
     assert_eq!(
         f.store.load_journal(A, &run, 0).unwrap().len() as i64,
         MAX_ENTRIES
     );
-    // The journal of a terminal run is closed.
+    // The journal of a terminal run is closed: the worker's claim no longer holds it.
     assert!(matches!(
-        f.store.append_journal(A, &run, &log(1)).unwrap_err(),
-        Error::Conflict { .. }
+        f.store.append_journal(&claim, &log(1)).unwrap_err(),
+        Error::LeaseLost { .. }
     ));
 }
 
@@ -190,7 +196,10 @@ fn the_byte_cap_fails_the_run_with_journal_cap() {
     // Four entries that leave 4 bytes under the cap: no entry fits after them.
     let overhead = entry_size(70_000) - 70_000;
     prefill(&f, &run, 4, (MAX_BYTES as usize - 4) / 4 - overhead);
-    let err = f.store.append_journal(A, &run, &log(1)).unwrap_err();
+    let err = f
+        .store
+        .append_journal(&held(&f.store, A, &run), &log(1))
+        .unwrap_err();
     match err {
         Error::JournalCap { entries, bytes, .. } => {
             assert_eq!(entries, 4);
@@ -209,12 +218,16 @@ fn the_cap_also_holds_on_the_signal_delivery_path() {
     let mut f = fixture();
     let run = live_run(&mut f);
     f.store
-        .park_for_event(A, &run, "7", &signal("approve"), None)
+        .park_for_event(
+            &held(&f.store, A, &run),
+            &event_wait("7", None),
+            &signal("approve"),
+        )
         .unwrap();
     prefill(&f, &run, MAX_ENTRIES, 1);
     let outcome = f
         .store
-        .deliver_signal(A, Some(&run), "approve", None)
+        .deliver_signal(A, Some(&run), DeliverySource::Signal, "approve", None)
         .unwrap();
     assert_eq!(outcome, SignalOutcome::NotDelivered);
     let failed = f.store.run(A, &run).unwrap().unwrap();
@@ -234,12 +247,13 @@ fn the_cap_also_holds_on_the_signal_delivery_path() {
 fn finalized_runs_close_their_journal() {
     let mut f = fixture();
     let run = live_run(&mut f);
+    let claim = held(&f.store, A, &run);
     f.store
-        .finalize_run(A, &run, RunOutcome::Succeeded(RunOutput::default()))
+        .finalize_run(&claim, RunOutcome::Succeeded(RunOutput::default()))
         .unwrap();
     assert!(matches!(
-        f.store.append_journal(A, &run, &log(1)).unwrap_err(),
-        Error::Conflict { .. }
+        f.store.append_journal(&claim, &log(1)).unwrap_err(),
+        Error::LeaseLost { .. }
     ));
     let _ = ClaimLimits::default();
 }
@@ -294,7 +308,9 @@ fn replay_reads_a_stored_journal() {
     let mut f = fixture();
     let run = live_run(&mut f);
     for entry in [call(1, "k"), call(2, "k"), result(2, "b"), result(1, "a")] {
-        f.store.append_journal(A, &run, &entry).unwrap();
+        f.store
+            .append_journal(&held(&f.store, A, &run), &entry)
+            .unwrap();
     }
     let mut matcher = ReplayMatcher::new(f.store.load_journal(A, &run, 0).unwrap());
     assert_eq!(matcher.take("k").unwrap().entries[1].entry, result(1, "a"));

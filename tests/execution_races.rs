@@ -15,11 +15,12 @@ use std::process::Command;
 use std::sync::{Arc, Barrier};
 
 use execution_common::*;
+use seed_agents_store::lease::Claim;
 use seed_agents_store::payload::*;
 use seed_agents_store::runs::{ClaimLimits, RunOutcome};
 use seed_agents_store::schema::runs::Kind;
 use seed_agents_store::triggers::{Admission, FiringKey, FiringRequest, NewTrigger};
-use seed_agents_store::waits::SignalOutcome;
+use seed_agents_store::waits::{DeliverySource, SignalOutcome};
 use seed_agents_store::Store;
 
 const WORKERS: usize = 8;
@@ -68,6 +69,7 @@ fn claimer(store: &mut Store, name: &str) -> (Vec<String>, usize) {
         match retry_busy(|| store.claim_next_run(name, ClaimLimits::default())) {
             Some(run) => {
                 idle_rounds = 0;
+                let claim = Claim::of(&run).expect("a claimed run carries its claim");
                 if run.kind == Kind::Agent {
                     let session = run.session_id.clone().unwrap();
                     let live: i64 = store
@@ -81,10 +83,10 @@ fn claimer(store: &mut Store, name: &str) -> (Vec<String>, usize) {
                     if live != 1 {
                         violations += 1;
                     }
-                    retry_busy(|| store.start_run(A, &run.id, name));
+                    retry_busy(|| store.start_run(&claim));
                 }
                 retry_busy(|| {
-                    store.finalize_run(A, &run.id, RunOutcome::Succeeded(RunOutput::default()))
+                    store.finalize_run(&claim, RunOutcome::Succeeded(RunOutput::default()))
                 });
                 claimed.push(run.id);
             }
@@ -138,9 +140,9 @@ fn signal_racer(store: &mut Store, part: &str, runs: &[String]) -> usize {
     for run in runs {
         match part {
             "signal" => {
-                if let SignalOutcome::Delivered(_) =
-                    retry_busy(|| store.deliver_signal(A, Some(run), "go", None))
-                {
+                if let SignalOutcome::Delivered(_) = retry_busy(|| {
+                    store.deliver_signal(A, Some(run), DeliverySource::Signal, "go", None)
+                }) {
                     resolved += 1;
                 }
             }
@@ -223,7 +225,11 @@ fn park_signal_runs(f: &mut Fixture) -> Vec<String> {
             .unwrap();
         f.store.claim_run(A, &run.id, "w").unwrap().unwrap();
         f.store
-            .park_for_event(A, &run.id, "1", &signal("go"), Some(T0 - 1))
+            .park_for_event(
+                &held(&f.store, A, &run.id),
+                &event_wait("1", Some(T0 - 1)),
+                &signal("go"),
+            )
             .unwrap();
         runs.push(run.id);
     }

@@ -217,10 +217,15 @@ fn at_most_one_claimed_or_running_agent_run_per_session() {
     assert_eq!(claimed.id, first.id);
     assert!(f.store.claim_next_run("w", no_caps()).unwrap().is_none());
     assert!(f.store.claim_run(A, &second.id, "w").unwrap().is_none());
-    f.store.start_run(A, &first.id, "w").unwrap();
+    f.store
+        .start_run(&claim_as(&f.store, A, &first.id, "w"))
+        .unwrap();
     assert!(f.store.claim_next_run("w", no_caps()).unwrap().is_none());
     f.store
-        .finalize_run(A, &first.id, RunOutcome::Succeeded(RunOutput::default()))
+        .finalize_run(
+            &held(&f.store, A, &first.id),
+            RunOutcome::Succeeded(RunOutput::default()),
+        )
         .unwrap();
     assert_eq!(
         f.store.claim_next_run("w", no_caps()).unwrap().unwrap().id,
@@ -253,10 +258,15 @@ fn start_keeps_the_first_started_at_across_attempts() {
     let run = f.store.enqueue_run(&new).unwrap();
     f.store.claim_next_run("w", no_caps()).unwrap().unwrap();
     assert!(matches!(
-        f.store.start_run(A, &run.id, "other").unwrap_err(),
+        f.store
+            .start_run(&claim_as(&f.store, A, &run.id, "other"))
+            .unwrap_err(),
         Error::LeaseLost { .. }
     ));
-    let started = f.store.start_run(A, &run.id, "w").unwrap();
+    let started = f
+        .store
+        .start_run(&claim_as(&f.store, A, &run.id, "w"))
+        .unwrap();
     assert_eq!(
         (started.status, started.started_at),
         (Status::Running, Some(T0))
@@ -264,11 +274,14 @@ fn start_keeps_the_first_started_at_across_attempts() {
     let mut error = RunErrorInfo::new("provider", "503");
     error.retryable = Some(true);
     f.store
-        .finalize_run(A, &run.id, RunOutcome::Failed(error))
+        .finalize_run(&held(&f.store, A, &run.id), RunOutcome::Failed(error))
         .unwrap();
     f.clock.advance(10 * 60_000);
     f.store.claim_next_run("w", no_caps()).unwrap().unwrap();
-    let again = f.store.start_run(A, &run.id, "w").unwrap();
+    let again = f
+        .store
+        .start_run(&claim_as(&f.store, A, &run.id, "w"))
+        .unwrap();
     assert_eq!(again.started_at, Some(T0));
     assert_eq!(again.attempt, 2);
 }
@@ -285,7 +298,10 @@ fn park_clears_the_lease_and_sets_not_before_from_the_wake_time() {
     let mut f = fixture();
     let run = f.store.enqueue_run(&workflow_run("sleep")).unwrap();
     f.store.claim_next_run("w", no_caps()).unwrap();
-    let parked = f.store.park_run(A, &run.id, &timer(T0 + 30_000)).unwrap();
+    let parked = f
+        .store
+        .park_run(&held(&f.store, A, &run.id), &timer(T0 + 30_000))
+        .unwrap();
     assert_eq!(parked.status, Status::Waiting);
     assert_eq!(parked.not_before, Some(T0 + 30_000));
     assert_eq!((parked.lease_owner, parked.lease_expires_at), (None, None));
@@ -293,17 +309,21 @@ fn park_clears_the_lease_and_sets_not_before_from_the_wake_time() {
         parked.wait_cbor.unwrap().decode().unwrap(),
         timer(T0 + 30_000)
     );
-    // Parking twice is refused: the run is no longer live.
+    // Parking twice is refused: parking gave up the lease.
     assert!(matches!(
-        f.store.park_run(A, &run.id, &timer(T0)).unwrap_err(),
-        Error::Conflict { .. }
+        f.store
+            .park_run(&claim_as(&f.store, A, &run.id, "w"), &timer(T0))
+            .unwrap_err(),
+        Error::LeaseLost { .. }
     ));
     let empty = RunWait::Children(RunWaitChildren {
         tool_call_ids: vec![],
         extra: OpenMap::new(),
     });
     assert!(matches!(
-        f.store.park_run(A, &run.id, &empty).unwrap_err(),
+        f.store
+            .park_run(&held(&f.store, A, &run.id), &empty)
+            .unwrap_err(),
         Error::Invalid { .. }
     ));
 }
@@ -316,10 +336,14 @@ fn wake_due_timers_requeues_timer_waits_only() {
     f.store.claim_run(A, &sleeper.id, "w").unwrap();
     f.store.claim_run(A, &listener.id, "w").unwrap();
     f.store
-        .park_run(A, &sleeper.id, &timer(T0 + 1_000))
+        .park_run(&held(&f.store, A, &sleeper.id), &timer(T0 + 1_000))
         .unwrap();
     f.store
-        .park_for_event(A, &listener.id, "1", &signal("go"), Some(T0 + 1_000))
+        .park_for_event(
+            &held(&f.store, A, &listener.id),
+            &event_wait("1", Some(T0 + 1_000)),
+            &signal("go"),
+        )
         .unwrap();
     assert!(f.store.wake_due_timers().unwrap().is_empty());
     f.clock.advance(1_000);
@@ -342,7 +366,11 @@ fn requeue_a_waiting_run() {
     ));
     f.store.claim_next_run("w", no_caps()).unwrap();
     f.store
-        .park_for_event(A, &run.id, "1", &signal("x"), None)
+        .park_for_event(
+            &held(&f.store, A, &run.id),
+            &event_wait("1", None),
+            &signal("x"),
+        )
         .unwrap();
     let requeued = f.store.requeue_run(A, &run.id).unwrap();
     assert_eq!(requeued.status, Status::Queued);
@@ -358,7 +386,9 @@ fn resolving_the_last_child_requeues_the_parent() {
         tool_call_ids: vec!["call-1".into(), "call-2".into()],
         extra: OpenMap::new(),
     });
-    f.store.park_run(A, &parent.id, &wait).unwrap();
+    f.store
+        .park_run(&held(&f.store, A, &parent.id), &wait)
+        .unwrap();
     assert_eq!(
         f.store.resolve_child(A, &parent.id, "call-1").unwrap(),
         ChildResolution::Pending(vec!["call-2".into()])
@@ -383,10 +413,13 @@ fn a_budget_pause_resumes() {
         Error::Conflict { .. }
     ));
     let pause = RunWait::BudgetPause(RunWaitBudgetPause {
-        note: "over".into(),
+        note: Some("over".into()),
         extra: OpenMap::new(),
     });
-    let parked = f.store.park_run(A, &run.id, &pause).unwrap();
+    let parked = f
+        .store
+        .park_run(&held(&f.store, A, &run.id), &pause)
+        .unwrap();
     assert_eq!(parked.not_before, None);
     assert_eq!(
         f.store.resume_budget_pause(A, &run.id).unwrap().status,
@@ -417,7 +450,10 @@ fn a_retryable_failure_with_attempts_left_requeues_with_backoff_and_jitter() {
     error.retryable = Some(true);
     let retry = match f
         .store
-        .finalize_run(A, &run.id, RunOutcome::Failed(error.clone()))
+        .finalize_run(
+            &held(&f.store, A, &run.id),
+            RunOutcome::Failed(error.clone()),
+        )
         .unwrap()
     {
         Finalized::Retrying(row) => row,
@@ -432,7 +468,7 @@ fn a_retryable_failure_with_attempts_left_requeues_with_backoff_and_jitter() {
     // Attempts used up: the failure is final.
     match f
         .store
-        .finalize_run(A, &run.id, RunOutcome::Failed(error))
+        .finalize_run(&held(&f.store, A, &run.id), RunOutcome::Failed(error))
         .unwrap()
     {
         Finalized::Finished(row) => {
@@ -449,8 +485,7 @@ fn a_retryable_failure_with_attempts_left_requeues_with_backoff_and_jitter() {
     let done = f
         .store
         .finalize_run(
-            A,
-            &fatal.id,
+            &held(&f.store, A, &fatal.id),
             RunOutcome::Failed(RunErrorInfo::new("bad", "no")),
         )
         .unwrap();
@@ -463,28 +498,34 @@ fn canceled_is_sticky_and_terminal_runs_refuse_another_finalize() {
     let run = f.store.enqueue_run(&workflow_run("c")).unwrap();
     f.store.claim_next_run("w", no_caps()).unwrap();
     f.store
-        .finalize_run(A, &run.id, RunOutcome::Canceled)
+        .finalize_run(&held(&f.store, A, &run.id), RunOutcome::Canceled)
         .unwrap();
     let before = f.store.run(A, &run.id).unwrap().unwrap();
     f.clock.advance(1);
     let again = f
         .store
-        .finalize_run(A, &run.id, RunOutcome::Succeeded(RunOutput::default()))
+        .finalize_run(
+            &held(&f.store, A, &run.id),
+            RunOutcome::Succeeded(RunOutput::default()),
+        )
         .unwrap();
     assert_eq!(again, Finalized::AlreadyCanceled(before.clone()));
     assert_eq!(f.store.run(A, &run.id).unwrap().unwrap(), before);
 
     let ok = f.store.enqueue_run(&workflow_run("ok")).unwrap();
     f.store.claim_run(A, &ok.id, "w").unwrap();
+    let claim = held(&f.store, A, &ok.id);
     f.store
-        .finalize_run(A, &ok.id, RunOutcome::Succeeded(RunOutput::default()))
+        .finalize_run(&claim, RunOutcome::Succeeded(RunOutput::default()))
         .unwrap();
+    let done = f.store.run(A, &ok.id).unwrap().unwrap();
     assert!(matches!(
         f.store
-            .finalize_run(A, &ok.id, RunOutcome::Canceled)
+            .finalize_run(&claim, RunOutcome::Canceled)
             .unwrap_err(),
-        Error::Conflict { .. }
+        Error::LeaseLost { .. }
     ));
+    assert_eq!(f.store.run(A, &ok.id).unwrap().unwrap(), done);
 }
 
 fn usage(entries: &[(&str, i128)]) -> RunUsage {
@@ -500,28 +541,36 @@ fn usage(entries: &[(&str, i128)]) -> RunUsage {
 fn a_terminal_child_rolls_its_usage_into_the_parents_children_usage() {
     let mut f = fixture();
     let parent = f.store.enqueue_run(&workflow_run("parent")).unwrap();
+    f.store.claim_run(A, &parent.id, "w").unwrap();
     f.store
-        .record_run_usage(A, &parent.id, &usage(&[("inputTokens", 7)]))
+        .record_run_usage(
+            &held(&f.store, A, &parent.id),
+            &usage(&[("inputTokens", 7)]),
+        )
         .unwrap();
     let mut kids = Vec::new();
     for i in 0..2 {
         let mut child = workflow_run(&format!("child {i}"));
         child.parent_run_id = Some(parent.id.clone());
         let child = f.store.enqueue_run(&child).unwrap();
+        f.store.claim_run(A, &child.id, "w").unwrap();
         f.store
             .record_run_usage(
-                A,
-                &child.id,
+                &held(&f.store, A, &child.id),
                 &usage(&[("inputTokens", 10), ("outputTokens", 1 + i)]),
             )
             .unwrap();
         kids.push(child.id);
     }
-    f.store.claim_run(A, &kids[0], "w").unwrap();
     f.store
-        .finalize_run(A, &kids[0], RunOutcome::Succeeded(RunOutput::default()))
+        .finalize_run(
+            &held(&f.store, A, &kids[0]),
+            RunOutcome::Succeeded(RunOutput::default()),
+        )
         .unwrap();
-    f.store.cancel_run_tree(A, &kids[1]).unwrap();
+    f.store
+        .finalize_run(&held(&f.store, A, &kids[1]), RunOutcome::Canceled)
+        .unwrap();
     let parent = f.store.run(A, &parent.id).unwrap().unwrap();
     let usage = parent.usage_cbor.unwrap().decode().unwrap();
     assert_eq!(usage.get("inputTokens"), Some(&Ipld::Integer(7)));
@@ -533,7 +582,7 @@ fn a_terminal_child_rolls_its_usage_into_the_parents_children_usage() {
     assert_eq!(children.get("outputTokens"), Some(&Ipld::Integer(3)));
     // A later turn-boundary write keeps the roll-up.
     f.store
-        .record_run_usage(A, &parent.id, &usage_of(8))
+        .record_run_usage(&held(&f.store, A, &parent.id), &usage_of(8))
         .unwrap();
     let usage = f
         .store
@@ -562,7 +611,10 @@ fn unmet_obligations_are_carried_in_output_and_error() {
         extra: OpenMap::new(),
     };
     f.store
-        .finalize_run(A, &a.id, RunOutcome::Succeeded(output.clone()))
+        .finalize_run(
+            &held(&f.store, A, &a.id),
+            RunOutcome::Succeeded(output.clone()),
+        )
         .unwrap();
     let stored = f
         .store
@@ -580,7 +632,7 @@ fn unmet_obligations_are_carried_in_output_and_error() {
     let mut error = RunErrorInfo::new("budget", "ran out");
     error.unmet_obligations = Some(vec![obligation]);
     f.store
-        .finalize_run(A, &b.id, RunOutcome::Failed(error.clone()))
+        .finalize_run(&held(&f.store, A, &b.id), RunOutcome::Failed(error.clone()))
         .unwrap();
     let stored = f
         .store
@@ -610,13 +662,22 @@ fn cancel_tree_cancels_queued_and_waiting_members_and_reports_live_ones() {
     f.store.claim_run(A, &root.id, "w").unwrap();
     f.store.claim_run(A, &ids[1], "w").unwrap();
     f.store
-        .park_for_event(A, &ids[1], "1", &signal("s"), None)
+        .park_for_event(
+            &held(&f.store, A, &ids[1]),
+            &event_wait("1", None),
+            &signal("s"),
+        )
         .unwrap();
     f.store.claim_run(A, &ids[2], "w").unwrap();
-    f.store.start_run(A, &ids[2], "w").unwrap();
+    f.store
+        .start_run(&claim_as(&f.store, A, &ids[2], "w"))
+        .unwrap();
     f.store.claim_run(A, &ids[3], "w").unwrap();
     f.store
-        .finalize_run(A, &ids[3], RunOutcome::Succeeded(RunOutput::default()))
+        .finalize_run(
+            &held(&f.store, A, &ids[3]),
+            RunOutcome::Succeeded(RunOutput::default()),
+        )
         .unwrap();
 
     let mut report = f.store.cancel_run_tree(A, &root.id).unwrap();
@@ -644,20 +705,33 @@ fn a_live_worker_renews_its_lease_and_a_worker_that_lost_it_cannot() {
     let run = f.store.enqueue_run(&workflow_run("r")).unwrap();
     f.store.claim_next_run("w1", no_caps()).unwrap();
     f.clock.advance(30_000);
-    assert_eq!(f.store.renew_lease(A, &run.id, "w1").unwrap(), T0 + 90_000);
+    assert_eq!(
+        f.store
+            .renew_lease(&claim_as(&f.store, A, &run.id, "w1"))
+            .unwrap(),
+        T0 + 90_000
+    );
     assert!(matches!(
-        f.store.renew_lease(A, &run.id, "w2").unwrap_err(),
+        f.store
+            .renew_lease(&claim_as(&f.store, A, &run.id, "w2"))
+            .unwrap_err(),
         Error::LeaseLost { .. }
     ));
     f.clock.advance(100_000);
     f.store.boot_sweep(SweepMode::MultiProcess).unwrap();
     f.store.claim_next_run("w2", no_caps()).unwrap().unwrap();
-    let err = f.store.renew_lease(A, &run.id, "w1").unwrap_err();
+    let err = f
+        .store
+        .renew_lease(&claim_as(&f.store, A, &run.id, "w1"))
+        .unwrap_err();
     assert!(
         matches!(err, Error::LeaseLost { ref owner, .. } if owner == "w1"),
         "{err:?}"
     );
-    assert!(f.store.renew_lease(A, &run.id, "w2").is_ok());
+    assert!(f
+        .store
+        .renew_lease(&claim_as(&f.store, A, &run.id, "w2"))
+        .is_ok());
 }
 
 #[test]
@@ -673,13 +747,18 @@ fn continue_as_new_starts_a_successor_with_a_fresh_journal() {
         key: None,
         extra: OpenMap::new(),
     });
-    f.store.append_journal(A, &run.id, &entry).unwrap();
+    f.store
+        .append_journal(&held(&f.store, A, &run.id), &entry)
+        .unwrap();
     let next = ContinueAsNew {
         output: RunOutput::default(),
         input: RunInput::default(),
         title: None,
     };
-    let successor = f.store.continue_as_new(A, &run.id, &next).unwrap();
+    let successor = f
+        .store
+        .continue_as_new(&held(&f.store, A, &run.id), &next)
+        .unwrap();
     assert_eq!(
         successor.continued_from_run_id.as_deref(),
         Some(run.id.as_str())
@@ -702,8 +781,10 @@ fn continue_as_new_starts_a_successor_with_a_fresh_journal() {
     );
     assert_eq!(f.session_status("s"), sessions::Status::Streaming);
     assert!(matches!(
-        f.store.continue_as_new(A, &run.id, &next).unwrap_err(),
-        Error::Conflict { .. }
+        f.store
+            .continue_as_new(&claim_as(&f.store, A, &run.id, "w"), &next)
+            .unwrap_err(),
+        Error::LeaseLost { .. }
     ));
 }
 
@@ -715,7 +796,9 @@ fn boot_sweep_requeues_everything_single_process_and_only_expired_leases_multi_p
     f.store.claim_run(A, &a.id, "dead").unwrap();
     f.clock.advance(61_000);
     f.store.claim_run(A, &b.id, "alive").unwrap();
-    f.store.start_run(A, &b.id, "alive").unwrap();
+    f.store
+        .start_run(&claim_as(&f.store, A, &b.id, "alive"))
+        .unwrap();
     assert_eq!(
         f.store.boot_sweep(SweepMode::MultiProcess).unwrap(),
         vec![a.id.clone()]
@@ -794,7 +877,11 @@ fn the_session_status_mirrors_the_runs_table() {
     assert_eq!(f.session_status(&s), sessions::Status::Streaming);
     f.store.claim_next_run("w", no_caps()).unwrap();
     f.store
-        .park_for_event(A, &run.id, "1", &signal("x"), None)
+        .park_for_event(
+            &held(&f.store, A, &run.id),
+            &event_wait("1", None),
+            &signal("x"),
+        )
         .unwrap();
     assert_eq!(
         f.session_status(&s),
@@ -804,7 +891,10 @@ fn the_session_status_mirrors_the_runs_table() {
     f.store.requeue_run(A, &run.id).unwrap();
     f.store.claim_next_run("w", no_caps()).unwrap();
     f.store
-        .finalize_run(A, &run.id, RunOutcome::Failed(RunErrorInfo::new("x", "y")))
+        .finalize_run(
+            &held(&f.store, A, &run.id),
+            RunOutcome::Failed(RunErrorInfo::new("x", "y")),
+        )
         .unwrap();
     assert_eq!(f.session_status(&s), sessions::Status::Error);
     f.clock.advance(1);
@@ -820,7 +910,10 @@ fn the_session_status_mirrors_the_runs_table() {
     let ok = f.store.enqueue_run(&agent_run(&s, "ok")).unwrap();
     f.store.claim_next_run("w", no_caps()).unwrap();
     f.store
-        .finalize_run(A, &ok.id, RunOutcome::Succeeded(RunOutput::default()))
+        .finalize_run(
+            &held(&f.store, A, &ok.id),
+            RunOutcome::Succeeded(RunOutput::default()),
+        )
         .unwrap();
     assert_eq!(f.session_status(&s), sessions::Status::Idle);
     // A crash leaves a running row; the boot sweep requeues it and the mirror still says streaming
@@ -832,7 +925,10 @@ fn the_session_status_mirrors_the_runs_table() {
     assert_eq!(f.session_status(&s), sessions::Status::Streaming);
     f.store.claim_next_run("w", no_caps()).unwrap();
     f.store
-        .finalize_run(A, &crashed.id, RunOutcome::Succeeded(RunOutput::default()))
+        .finalize_run(
+            &held(&f.store, A, &crashed.id),
+            RunOutcome::Succeeded(RunOutput::default()),
+        )
         .unwrap();
     assert_eq!(f.session_status(&s), sessions::Status::Idle);
     let _ = Cbor::<RunOutput>::encode(&RunOutput::default());
@@ -874,4 +970,44 @@ fn enqueue_refuses_another_accounts_agent_session_or_firing() {
         ),
         "{err:?}"
     );
+}
+
+#[test]
+fn turns_of_one_session_enqueued_in_the_same_millisecond_are_claimed_in_enqueue_order() {
+    let mut f = fixture();
+    // The clock stands still: every turn is enqueued in the same millisecond, and the ids are
+    // chosen so that id order is the reverse of enqueue order in half the sessions.
+    let mut expected = Vec::new();
+    for s in 0..20 {
+        let session = f.session(&format!("s{s:02}"));
+        let mut turns = Vec::new();
+        for turn in 0..3 {
+            let mut run = agent_run(&session, &format!("turn {turn}"));
+            let rank = if s % 2 == 0 { turn } else { 2 - turn };
+            run.id = Some(format!("run-{s:02}-{rank}"));
+            run.queue = Queue::Interactive;
+            turns.push(f.store.enqueue_run(&run).unwrap());
+        }
+        // The tie is broken in the row itself: created_at moves on by a millisecond per turn.
+        assert!(turns.windows(2).all(|w| w[0].created_at < w[1].created_at));
+        expected.push(turns.into_iter().map(|r| r.id).collect::<Vec<_>>());
+    }
+    // A second handle on the file (another process would do the same) enqueues in the same
+    // millisecond too, and its turn lands after the first handle's.
+    let mut other = f.reopen();
+    let late = other.enqueue_run(&agent_run("s00", "turn 3")).unwrap();
+    expected[0].push(late.id);
+    let mut claimed: Vec<Vec<String>> = vec![Vec::new(); 20];
+    while let Some(run) = f.store.claim_next_run("w", no_caps()).unwrap() {
+        let session = run.session_id.clone().unwrap();
+        let index: usize = session[1..].parse().unwrap();
+        claimed[index].push(run.id.clone());
+        f.store
+            .finalize_run(
+                &seed_agents_store::lease::Claim::of(&run).unwrap(),
+                RunOutcome::Succeeded(RunOutput::default()),
+            )
+            .unwrap();
+    }
+    assert_eq!(claimed, expected);
 }

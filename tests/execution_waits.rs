@@ -110,12 +110,12 @@ fn register_is_an_upsert_that_keeps_created_at() {
     let run = live_run(&mut f);
     let first = f
         .store
-        .register_wait(A, &run, "w1", &signal("a"), Some(T0 + 10))
+        .register_wait(&held(&f.store, A, &run), "w1", &signal("a"), Some(T0 + 10))
         .unwrap();
     f.clock.advance(500);
     let second = f
         .store
-        .register_wait(A, &run, "w1", &signal("b"), Some(T0 + 99))
+        .register_wait(&held(&f.store, A, &run), "w1", &signal("b"), Some(T0 + 99))
         .unwrap();
     assert_eq!(second.created_at, first.created_at);
     assert_eq!(second.timeout_at, Some(T0 + 99));
@@ -123,13 +123,13 @@ fn register_is_an_upsert_that_keeps_created_at() {
     assert_eq!(f.store.run_waits(A, &run).unwrap().len(), 1);
     assert!(matches!(
         f.store
-            .register_wait(A, &run, " ", &signal("a"), None)
+            .register_wait(&held(&f.store, A, &run), " ", &signal("a"), None)
             .unwrap_err(),
         Error::Invalid { .. }
     ));
     assert!(matches!(
         f.store
-            .register_wait(B, &run, "w2", &signal("a"), None)
+            .register_wait(&held(&f.store, B, &run), "w2", &signal("a"), None)
             .unwrap_err(),
         Error::NotFound { .. }
     ));
@@ -140,28 +140,40 @@ fn a_signal_is_delivered_once_journaled_requeued_and_every_wait_deleted() {
     let mut f = fixture();
     let run = live_run(&mut f);
     f.store
-        .append_journal(A, &run, &wait_entry(4, "w-approve"))
+        .append_journal(&held(&f.store, A, &run), &wait_entry(4, "w-approve"))
         .unwrap();
     f.store
-        .register_wait(A, &run, "w-other", &signal("other"), None)
+        .register_wait(&held(&f.store, A, &run), "w-other", &signal("other"), None)
         .unwrap();
     f.store
-        .park_for_event(A, &run, "w-approve", &signal("approve"), Some(T0 + 60_000))
+        .park_for_event(
+            &held(&f.store, A, &run),
+            &event_wait("w-approve", Some(T0 + 60_000)),
+            &signal("approve"),
+        )
         .unwrap();
     assert_eq!(
-        f.store.deliver_signal(A, Some(&run), "nope", None).unwrap(),
+        f.store
+            .deliver_signal(A, Some(&run), DeliverySource::Signal, "nope", None)
+            .unwrap(),
         SignalOutcome::NotDelivered
     );
     assert_eq!(
         f.store
-            .deliver_signal(B, Some(&run), "approve", None)
+            .deliver_signal(B, Some(&run), DeliverySource::Signal, "approve", None)
             .unwrap(),
         SignalOutcome::NotDelivered
     );
 
     let outcome = f
         .store
-        .deliver_signal(A, Some(&run), "approve", Some(Ipld::Bool(true)))
+        .deliver_signal(
+            A,
+            Some(&run),
+            DeliverySource::Signal,
+            "approve",
+            Some(Ipld::Bool(true)),
+        )
         .unwrap();
     assert_eq!(
         outcome,
@@ -184,10 +196,15 @@ fn a_signal_is_delivered_once_journaled_requeued_and_every_wait_deleted() {
     match &journal[1].entry {
         WorkflowJournalEntry::Event(body) => {
             assert_eq!(body.call_seq, 4, "joined to the wait entry's callSeq");
-            assert_eq!(body.extra.get("payload"), Some(&Ipld::Bool(true)));
+            // The TypeScript server's shape: {waitId, delivery: {source, signal, payload}}.
+            let mut delivery = OpenMap::new();
+            delivery.insert("source".into(), Ipld::String("signal".into()));
+            delivery.insert("signal".into(), Ipld::String("approve".into()));
+            delivery.insert("payload".into(), Ipld::Bool(true));
+            assert_eq!(body.extra.get("delivery"), Some(&Ipld::Map(delivery)));
             assert_eq!(
-                body.extra.get("signal"),
-                Some(&Ipld::String("approve".into()))
+                body.extra.get("waitId"),
+                Some(&Ipld::String("w-approve".into()))
             );
         }
         other => panic!("{other:?}"),
@@ -195,7 +212,7 @@ fn a_signal_is_delivered_once_journaled_requeued_and_every_wait_deleted() {
     // A second delivery writes nothing and says so.
     assert_eq!(
         f.store
-            .deliver_signal(A, Some(&run), "approve", None)
+            .deliver_signal(A, Some(&run), DeliverySource::Signal, "approve", None)
             .unwrap(),
         SignalOutcome::NotDelivered
     );
@@ -208,22 +225,40 @@ fn a_signal_without_a_run_goes_to_the_oldest_matching_wait_of_the_account() {
     let older = live_run(&mut f);
     let newer = live_run(&mut f);
     f.store
-        .park_for_event(A, &older, "1", &open_match(&[]), None)
+        .park_for_event(
+            &held(&f.store, A, &older),
+            &event_wait("1", None),
+            &open_match(&[]),
+        )
         .unwrap();
     f.clock.advance(5);
     f.store
-        .park_for_event(A, &newer, "1", &signal("go"), None)
+        .park_for_event(
+            &held(&f.store, A, &newer),
+            &event_wait("1", None),
+            &signal("go"),
+        )
         .unwrap();
-    match f.store.deliver_signal(A, None, "go", None).unwrap() {
+    match f
+        .store
+        .deliver_signal(A, None, DeliverySource::Signal, "go", None)
+        .unwrap()
+    {
         SignalOutcome::Delivered(d) => assert_eq!(d.run_id, older, "the any-signal wait is older"),
         other => panic!("{other:?}"),
     }
-    match f.store.deliver_signal(A, None, "go", None).unwrap() {
+    match f
+        .store
+        .deliver_signal(A, None, DeliverySource::Signal, "go", None)
+        .unwrap()
+    {
         SignalOutcome::Delivered(d) => assert_eq!(d.run_id, newer),
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        f.store.deliver_signal(A, None, "go", None).unwrap(),
+        f.store
+            .deliver_signal(A, None, DeliverySource::Signal, "go", None)
+            .unwrap(),
         SignalOutcome::NotDelivered
     );
 }
@@ -236,27 +271,32 @@ fn an_activity_event_resolves_each_matching_run_once() {
     let signal_only = live_run(&mut f);
     f.store
         .register_wait(
-            A,
-            &one,
+            &held(&f.store, A, &one),
             "a",
             &activity("comment", "hm://a/doc", "alice"),
             None,
         )
         .unwrap();
     f.store
-        .park_for_event(A, &one, "b", &open_match(&[("eventType", "comment")]), None)
-        .unwrap();
-    f.store
         .park_for_event(
-            A,
-            &two,
-            "1",
-            &open_match(&[("resource", "hm://a/doc?v=old")]),
-            None,
+            &held(&f.store, A, &one),
+            &event_wait("b", None),
+            &open_match(&[("eventType", "comment")]),
         )
         .unwrap();
     f.store
-        .park_for_event(A, &signal_only, "1", &signal("comment"), None)
+        .park_for_event(
+            &held(&f.store, A, &two),
+            &event_wait("1", None),
+            &open_match(&[("resource", "hm://a/doc?v=old")]),
+        )
+        .unwrap();
+    f.store
+        .park_for_event(
+            &held(&f.store, A, &signal_only),
+            &event_wait("1", None),
+            &signal("comment"),
+        )
         .unwrap();
     let mut delivered = f
         .store
@@ -290,10 +330,18 @@ fn the_timeout_sweep_resolves_due_waits_with_no_payload() {
     let run = live_run(&mut f);
     let forever = live_run(&mut f);
     f.store
-        .park_for_event(A, &run, "3", &signal("s"), Some(T0 + 1_000))
+        .park_for_event(
+            &held(&f.store, A, &run),
+            &event_wait("3", Some(T0 + 1_000)),
+            &signal("s"),
+        )
         .unwrap();
     f.store
-        .park_for_event(A, &forever, "3", &signal("s2"), None)
+        .park_for_event(
+            &held(&f.store, A, &forever),
+            &event_wait("3", None),
+            &signal("s2"),
+        )
         .unwrap();
     assert!(f.store.sweep_wait_timeouts().unwrap().is_empty());
     f.clock.advance(1_000);
@@ -323,7 +371,9 @@ fn the_timeout_sweep_resolves_due_waits_with_no_payload() {
     );
     // The signal lost to the timeout: nothing is written.
     assert_eq!(
-        f.store.deliver_signal(A, Some(&run), "s", None).unwrap(),
+        f.store
+            .deliver_signal(A, Some(&run), DeliverySource::Signal, "s", None)
+            .unwrap(),
         SignalOutcome::NotDelivered
     );
     assert_eq!(f.store.load_journal(A, &run, 0).unwrap().len(), 1);
@@ -338,11 +388,17 @@ fn a_signal_after_a_cancel_writes_nothing() {
     let mut f = fixture();
     let run = live_run(&mut f);
     f.store
-        .park_for_event(A, &run, "1", &signal("s"), None)
+        .park_for_event(
+            &held(&f.store, A, &run),
+            &event_wait("1", None),
+            &signal("s"),
+        )
         .unwrap();
     f.store.cancel_run_tree(A, &run).unwrap();
     assert_eq!(
-        f.store.deliver_signal(A, Some(&run), "s", None).unwrap(),
+        f.store
+            .deliver_signal(A, Some(&run), DeliverySource::Signal, "s", None)
+            .unwrap(),
         SignalOutcome::NotDelivered
     );
     assert!(f.store.load_journal(A, &run, 0).unwrap().is_empty());

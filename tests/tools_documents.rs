@@ -117,13 +117,18 @@ fn decoding_and_encoding_again_gives_the_same_bytes() {
     let decoded: ToolDocument = cbor::from_slice(&bytes).unwrap();
     assert_eq!(decoded, fixed_document());
     assert_eq!(encode_document(&decoded).unwrap(), bytes);
-    // An absent optional field is left out, not written as null; `Some(null)` is absent too.
+    // An absent optional field is left out, not written as null; an explicit null output (a
+    // value the TypeScript encoder writes as null) stays null, so its bytes and CID differ.
     let mut doc = fixed_document();
-    doc.output = Some(Ipld::Null);
-    let without = encode_document(&doc).unwrap();
     doc.output = None;
-    assert_eq!(encode_document(&doc).unwrap(), without);
+    let without = encode_document(&doc).unwrap();
     assert!(!without.windows(7).any(|w| w == b"\x66output"));
+    doc.output = Some(Ipld::Null);
+    let null = encode_document(&doc).unwrap();
+    assert!(null.windows(8).any(|w| w == b"\x66output\xf6"));
+    let decoded: ToolDocument = cbor::from_slice(&null).unwrap();
+    assert_eq!(encode_document(&decoded).unwrap(), null);
+    assert_ne!(cid_of(&null), cid_of(&without));
 }
 
 /// Changes the last byte of a string to another ASCII letter (every string here ends in ASCII).

@@ -510,3 +510,36 @@ fn every_limit_at_its_boundary() {
     assert_eq!(doc.input, map([("type", s("object"))]));
     assert_eq!(doc.name, "srv__t");
 }
+
+#[test]
+fn delete_removes_owned_secrets_whatever_case_another_implementation_named_them_with() {
+    let (_d, mut store, _clock) = open();
+    // Another implementation kept the header's case in the owned secret's name.
+    store
+        .set_secret(A, "mcp-docs-Authorization", b"Bearer abc", None)
+        .unwrap();
+    store
+        .set_secret(A, "MCP-DOCS-X-API-KEY", b"k", None)
+        .unwrap();
+    store.set_secret(A, "unrelated", b"u", None).unwrap();
+    let mut i = input("https://docs.example/mcp");
+    i.config.secret_refs = Some(BTreeMap::from([
+        ("Authorization".into(), "mcp-docs-Authorization".into()),
+        ("X-Api-Key".into(), "MCP-DOCS-X-API-KEY".into()),
+        ("X-Other".into(), "unrelated".into()),
+    ]));
+    store.create_mcp_server(A, "docs", &i).unwrap();
+    let deletion = store.delete_mcp_server(A, "docs").unwrap();
+    assert_eq!(deletion.secrets_deleted, 2);
+    let names: Vec<String> = store
+        .secrets(A)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(
+        names,
+        ["unrelated"],
+        "a secret the server does not own stays"
+    );
+}

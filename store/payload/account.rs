@@ -14,10 +14,13 @@ pub struct ModelProviderConfig {
     #[serde(rename = "type")]
     pub provider_type: String,
     /// Default model settings, free-form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_defaults: Option<OpenMap>,
     /// Setting name to the name of the account secret that holds its value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_refs: Option<BTreeMap<String, String>>,
     /// The provider's API base URL, when not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
@@ -51,6 +54,7 @@ open_map! {
 #[serde(rename_all = "camelCase")]
 pub struct AgentDefinition {
     /// Names of the account's MCP servers (`mcp_servers.name`) the agent uses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_servers: Option<Vec<String>>,
     /// Every other field of the definition, kept as written.
     #[serde(flatten)]
@@ -91,8 +95,10 @@ impl AgentDefinition {
 #[serde(rename_all = "camelCase")]
 pub struct ModelOverride {
     /// The model provider's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
     /// The model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]

@@ -9,11 +9,13 @@ use super::{Ipld, OpenMap};
 #[serde(rename_all = "camelCase")]
 pub struct RunPlan {
     /// The checklist's title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// The steps, in order.
     pub steps: Vec<RunPlanStep>,
     /// When every step became terminal, epoch milliseconds (runtime-written; a reopening edit
     /// clears it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_at: Option<i64>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
@@ -38,6 +40,7 @@ pub struct RunPlanStep {
     /// Where the step stands.
     pub status: RunPlanStepStatus,
     /// Who closed the step, when the runtime did (never from model input).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_by: Option<StepResolvedBy>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
@@ -100,16 +103,26 @@ pub struct RunErrorInfo {
     /// A human-readable message.
     pub message: String,
     /// Whether a retry may succeed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retryable: Option<bool>,
     /// The HTTP status of a failed provider or tool request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
     /// The stack; `workflow.js:LINE` frames index into the run's source text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<String>,
     /// The tool whose journaled call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
     /// The `callSeq` of that journaled call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_seq: Option<u64>,
     /// Free-form detail.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::keep_null"
+    )]
     pub detail: Option<Ipld>,
     /// What the run committed to and had not delivered when it ended. Left out entirely when
     /// `None`: the presence of the key is the signal readers test for.
@@ -163,17 +176,18 @@ open_map! {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UnmetPlan {
-    /// The open steps.
-    pub steps: Vec<RunPlanStep>,
+    /// The open steps, as the TypeScript server lists them (`steps: string[]`).
+    pub steps: Vec<String>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
     pub extra: OpenMap,
 }
 
-/// `runs.wait_cbor`: why a run is parked. Tagged by `kind`; unknown kinds (or a known kind whose
-/// fields do not fit) are kept as written in [`RunWait::Other`].
+/// `runs.wait_cbor`: why a run is parked. Tagged by `reason`, as the TypeScript server writes it;
+/// unknown reasons (or a known reason whose fields do not fit) are kept as written in
+/// [`RunWait::Other`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind")]
+#[serde(tag = "reason")]
 pub enum RunWait {
     /// Spawned children have not all finished.
     #[serde(rename = "children")]
@@ -214,12 +228,21 @@ pub struct RunWaitTimer {
     pub extra: OpenMap,
 }
 
-/// An `event` wait.
+/// An `event` wait (`ctx.waitForEvent`); its criteria are a `run_event_waits` row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunWaitEvent {
+    /// The wait's id (`run_event_waits.wait_id`).
+    pub wait_id: String,
     /// When the wait times out, epoch milliseconds; `None` waits forever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_at: Option<i64>,
+    /// What the run waits for, for a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The signal that would answer the wait by hand, when one can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_with: Option<String>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
     pub extra: OpenMap,
@@ -230,7 +253,8 @@ pub struct RunWaitEvent {
 #[serde(rename_all = "camelCase")]
 pub struct RunWaitBudgetPause {
     /// Why the run paused.
-    pub note: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
     pub extra: OpenMap,
@@ -398,8 +422,10 @@ pub struct JournalCall {
     /// Ties the entries of one ctx call together.
     pub call_seq: u64,
     /// The effect's deterministic content key (`tool|name|inputJSON`, `sleep|ms`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// The script's human-readable narration of the effect (display only, not in the key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// The rest of the entry (the effect itself), kept as written.
     #[serde(flatten)]
@@ -413,6 +439,7 @@ pub struct JournalEntryBody {
     /// Ties the entries of one ctx call together.
     pub call_seq: u64,
     /// The effect's deterministic content key; set on the first entry of a group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// The rest of the entry (result value, payload, message, ...), kept as written.
     #[serde(flatten)]

@@ -97,18 +97,25 @@ pub struct MessageEvent {
     /// The text.
     pub content: String,
     /// The tool call a `tool` message answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
     /// The message's markdown source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_markdown: Option<String>,
     /// Structured blocks (`AgentMessageBlock[]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocks: Option<Vec<Ipld>>,
     /// Client `context` parts, fed to the model and never part of `content`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_lines: Option<Vec<String>>,
     /// Attachments (`SessionAttachmentInfo[]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attachments: Option<Vec<Ipld>>,
     /// The stamped actor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<SessionActor>,
     /// Display detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<SessionEventMeta>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
@@ -126,6 +133,7 @@ pub struct ToolCallEvent {
     /// The call's input.
     pub input: Ipld,
     /// The stamped actor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<SessionActor>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
@@ -143,10 +151,12 @@ pub struct ToolSpawnEvent {
     /// The child run.
     pub run_id: String,
     /// The child's session, for a model child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// The child's title.
     pub title: String,
     /// The stamped actor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<SessionActor>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
@@ -162,12 +172,20 @@ pub struct ToolResultEvent {
     /// The tool's name.
     pub name: String,
     /// The tool's output.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::keep_null"
+    )]
     pub output: Option<Ipld>,
     /// The tool's error message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The stamped actor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<SessionActor>,
     /// Display detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<SessionEventMeta>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
@@ -181,6 +199,7 @@ pub struct ErrorEvent {
     /// The error message.
     pub message: String,
     /// The stamped actor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<SessionActor>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
@@ -192,18 +211,25 @@ pub struct ErrorEvent {
 #[serde(rename_all = "camelCase")]
 pub struct SessionEventMeta {
     /// The Seed account that originated a user message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_id: Option<String>,
     /// The exact signer of its verified action envelope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signer_id: Option<String>,
     /// The model that produced the message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// The provider it ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
     /// This turn's token usage (not the run's cumulative total).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<RunUsage>,
     /// Wall time of this message or tool call, milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
     /// The reasoning level (`off`, `default`, or a provider level).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_level: Option<String>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
@@ -217,10 +243,13 @@ pub struct ContinuationManifest {
     /// The handoff the predecessor wrote for its successor.
     pub handoff: String,
     /// The sources the handoff cites.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cited_sources: Option<Vec<Ipld>>,
     /// What the successor starts with loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loaded: Option<Vec<Ipld>>,
     /// What was deliberately left cold (available, not loaded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left_cold: Option<Vec<Ipld>>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]

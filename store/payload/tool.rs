@@ -13,11 +13,14 @@ pub struct McpServerConfig {
     /// The server's URL.
     pub url: String,
     /// The transport, when not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transport: Option<String>,
     /// Plain request headers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headers: Option<BTreeMap<String, String>>,
     /// Header name to the name of the account secret holding its value
     /// (`mcp-<name>-<header>` by convention).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_refs: Option<BTreeMap<String, String>>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
@@ -34,8 +37,14 @@ pub struct McpToolInfo {
     /// The tool's name on the server.
     pub name: String,
     /// The tool's description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// The JSON Schema of the tool's input.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::keep_null"
+    )]
     pub input_schema: Option<Ipld>,
     /// Fields this version does not know (title, output schema, annotations), kept as written.
     #[serde(flatten)]
@@ -49,8 +58,10 @@ pub struct McpServerStatus {
     /// The connection state.
     pub state: String,
     /// The last error, if the check failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// When the server was last checked, epoch milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checked_at: Option<i64>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
@@ -85,12 +96,24 @@ pub struct ToolDocument {
     /// The JSON Schema of the input.
     pub input: Ipld,
     /// The JSON Schema of the output.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::keep_null"
+    )]
     pub output: Option<Ipld>,
     /// A lambda's authored source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
     /// The runtime a lambda's source runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<String>,
     /// A builtin's runtime executor id (or an MCP tool's binding).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::keep_null"
+    )]
     pub binding: Option<Ipld>,
     /// Fields this version does not know (an MCP projection's `server` and `remoteName`), kept
     /// as written.

@@ -157,6 +157,7 @@ pub struct ScheduleWeekly {
     /// Time of day, `HH:MM`.
     pub time: String,
     /// IANA time zone of `time`; `None` means the server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timezone: Option<String>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
@@ -240,8 +241,14 @@ pub struct WakeContinuation {
     /// The signal delivered to the waiting run.
     pub signal: String,
     /// The run to wake; `None` wakes whichever run waits for the signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// The payload delivered with the signal.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::keep_null"
+    )]
     pub payload: Option<Ipld>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
@@ -255,8 +262,18 @@ pub struct ToolContinuation {
     /// The tool's name.
     pub tool: String,
     /// The tool's input.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::keep_null"
+    )]
     pub input: Option<Ipld>,
     /// What to do when the tool fails.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::keep_null"
+    )]
     pub on_failure: Option<Ipld>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
@@ -270,8 +287,18 @@ pub struct ScriptContinuation {
     /// The script to run.
     pub script: String,
     /// The script's input.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::keep_null"
+    )]
     pub input: Option<Ipld>,
     /// What to do when the script fails.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::keep_null"
+    )]
     pub on_failure: Option<Ipld>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
@@ -295,6 +322,7 @@ pub struct FiringContext {
     pub prompt: String,
     /// The alternatives that matched; `None` when the match was never recorded (a legacy firing
     /// captured at combination).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matched: Option<Vec<ActivityAlternative>>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]

@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use seed_agents_store::cbor::Cbor;
 use seed_agents_store::clock::ManualClock;
-use seed_agents_store::payload::{AgentDefinition, OpenMap, WaitMatch, WaitMatchSignal};
+use seed_agents_store::lease::Claim;
+use seed_agents_store::payload::{
+    AgentDefinition, OpenMap, RunWaitEvent, WaitMatch, WaitMatchSignal,
+};
 use seed_agents_store::runs::NewRun;
 use seed_agents_store::schema::runs::{Kind, Origin};
 use seed_agents_store::schema::{agents, sessions};
@@ -141,4 +144,38 @@ pub fn signal(name: &str) -> WaitMatch {
         signal: name.into(),
         extra: OpenMap::new(),
     })
+}
+
+/// The claim the run `id` of `account` is held under now (a claim that holds nothing when the
+/// run is not claimed, so a write under it is refused as a worker without the lease would be).
+pub fn held(store: &Store, account: &str, id: &str) -> Claim {
+    let row = store.run(account, id).unwrap();
+    match row.as_ref().and_then(Claim::of) {
+        Some(claim) => claim,
+        None => Claim {
+            account_id: account.into(),
+            run_id: id.into(),
+            owner: String::new(),
+            attempt: row.map_or(0, |r| r.attempt),
+        },
+    }
+}
+
+/// The claim `owner` would hold on the run `id` at its current attempt.
+pub fn claim_as(store: &Store, account: &str, id: &str, owner: &str) -> Claim {
+    Claim {
+        owner: owner.into(),
+        ..held(store, account, id)
+    }
+}
+
+/// An event wait `wait_id` with an optional timeout.
+pub fn event_wait(wait_id: &str, timeout_at: Option<i64>) -> RunWaitEvent {
+    RunWaitEvent {
+        wait_id: wait_id.into(),
+        timeout_at,
+        label: None,
+        answer_with: None,
+        extra: OpenMap::new(),
+    }
 }

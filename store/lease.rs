@@ -1,0 +1,95 @@
+//! Leases: the claim a worker holds on a run, and the fence every write of that worker passes.
+//!
+//! Invariant: a write a worker makes on a run it claimed (start, lease renewal, park, usage,
+//! journal append, wait registration, finalize, continue-as-new) carries its [`Claim`] and runs
+//! only while the run is still claimed or running **by that owner at that attempt**. Once the
+//! lease has moved (the sweep requeued the run, another worker claimed it, it was canceled or it
+//! ended), [`fence`] refuses with [`Error::LeaseLost`] inside the write's own transaction, before
+//! anything is written. The attempt is part of the claim because an owner id alone is not
+//! unique over time: a worker that reclaims its own swept run holds a new attempt, and the old
+//! attempt's late writes must still be refused.
+
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+use crate::schema::runs::{self, Status};
+
+/// The claim a worker holds on a run: returned (inside the run row) by the claim operations,
+/// and handed back with every write the worker makes on the run.
+///
+/// # Examples
+/// ```
+/// use seed_agents_store::runs::{ClaimLimits, NewRun};
+/// use seed_agents_store::schema::runs::{Kind, Origin};
+/// use seed_agents_store::{lease::Claim, Store};
+///
+/// let dir = tempfile::tempdir()?;
+/// let mut store = Store::open(dir.path().join("agents.sqlite"))?;
+/// store.enqueue_run(&NewRun::new("acct-1", Kind::Workflow, Origin::User, "Nightly report"))?;
+/// let run = store.claim_next_run("worker-1", ClaimLimits::default())?.expect("one queued run");
+/// let claim = Claim::of(&run).expect("a claimed run carries its claim");
+/// assert_eq!((claim.owner.as_str(), claim.attempt), ("worker-1", 1));
+/// store.start_run(&claim)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Claim {
+    /// The run's account.
+    pub account_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The worker that claimed it (`runs.lease_owner`).
+    pub owner: String,
+    /// The attempt the claim started (`runs.attempt` after the claim).
+    pub attempt: i64,
+}
+
+impl Claim {
+    /// The claim `row` records: `Some` for a claimed or running run with a lease owner.
+    pub fn of(row: &runs::Row) -> Option<Claim> {
+        if !matches!(row.status, Status::Claimed | Status::Running) {
+            return None;
+        }
+        Some(Claim {
+            account_id: row.account_id.clone(),
+            run_id: row.id.clone(),
+            owner: row.lease_owner.clone()?,
+            attempt: row.attempt,
+        })
+    }
+
+    /// Whether `row` is still held under this claim.
+    pub fn holds(&self, row: &runs::Row) -> bool {
+        self.holds_lease(row.status, row.lease_owner.as_deref(), row.attempt)
+    }
+
+    /// Whether a run with this status, lease owner and attempt is still held under this claim
+    /// (for hot paths that read only those columns).
+    pub(crate) fn holds_lease(&self, status: Status, owner: Option<&str>, attempt: i64) -> bool {
+        matches!(status, Status::Claimed | Status::Running)
+            && owner == Some(self.owner.as_str())
+            && attempt == self.attempt
+    }
+
+    /// The error a write under a claim that no longer holds gets.
+    pub(crate) fn lost(&self) -> Error {
+        Error::LeaseLost {
+            run_id: self.run_id.clone(),
+            owner: self.owner.clone(),
+        }
+    }
+}
+
+/// The run under `claim`, read inside the caller's write transaction, or [`Error::LeaseLost`]
+/// when the lease has moved ([`Error::NotFound`] when the run is not in the claim's account).
+pub(crate) fn fence(conn: &Connection, claim: &Claim) -> Result<runs::Row> {
+    let row =
+        runs::get(conn, &claim.account_id, &claim.run_id)?.ok_or_else(|| Error::NotFound {
+            what: "run",
+            id: claim.run_id.clone(),
+        })?;
+    if !claim.holds(&row) {
+        return Err(claim.lost());
+    }
+    Ok(row)
+}
