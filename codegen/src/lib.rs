@@ -16,6 +16,8 @@ pub mod diff;
 #[cfg(feature = "emit")]
 pub mod emit;
 mod error;
+#[cfg(feature = "emit")]
+mod ident;
 pub mod introspect;
 pub mod lock;
 pub mod model;
@@ -23,6 +25,8 @@ pub mod project;
 #[cfg(feature = "emit")]
 pub mod query;
 pub mod sql;
+#[cfg(feature = "emit")]
+mod typing;
 
 #[cfg(feature = "emit")]
 pub use builder::{Builder, Output, GENERATED_FILE};

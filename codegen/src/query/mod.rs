@@ -1,0 +1,92 @@
+//! Compile-time checking of SQL against schema.sql: the expansions of `query!`, `query_as!` and
+//! `derive(Row)`. The proc-macro crate only parses its input and calls in here.
+//!
+//! Each statement is prepared on an in-memory database built from schema.sql, so SQLite itself
+//! reports unknown tables, unknown columns and syntax errors. Result columns that come straight
+//! from a table column take that column's generated type; arguments are checked against the column
+//! they bind to where the statement shows it (`col = ?`, `? = col`, `col IN (?, ..)`,
+//! `INSERT INTO t (cols) VALUES (?, ..)`).
+//!
+//! The work is split as sqlx-macros-core splits it: `input` parses the macro arguments,
+//! `describe` asks SQLite about a statement and reads what its text shows about parameters,
+//! and `expand` turns both into checked Rust.
+
+mod describe;
+mod expand;
+mod input;
+
+pub use describe::{Described, ResultColumn};
+
+use crate::project::execute_file;
+use crate::typing::column_types;
+use crate::{Baseline, Result};
+use proc_macro2::{Span, TokenStream};
+use rusqlite::Connection;
+use std::collections::BTreeMap;
+
+/// Checks statements against schema.sql and expands the query macros.
+pub struct Checker {
+    conn: Connection,
+    baseline: Baseline,
+    /// (table, column) -> (the column's Rust type as source text, NOT NULL), computed once.
+    types: BTreeMap<(String, String), (String, bool)>,
+    // Kept as text and parsed per expansion: tokens must not outlive the macro call that made
+    // them, and the checker outlives every call.
+    runtime: String,
+}
+
+impl std::fmt::Debug for Checker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checker")
+            .field("schema_path", &self.baseline.schema_path)
+            .finish()
+    }
+}
+
+impl Checker {
+    /// A checker over `baseline`, whose expansions name runtime items through `runtime` (e.g.
+    /// `::seed_agents_store::__private`) and generated items through `schema` (e.g.
+    /// `::seed_agents_store::schema`).
+    ///
+    /// # Errors
+    /// SQL of the baseline that SQLite rejects, or a path that does not parse.
+    pub fn new(baseline: Baseline, runtime: &str, schema: &str) -> Result<Checker> {
+        for p in [runtime, schema] {
+            syn::parse_str::<syn::Path>(p).map_err(|e| crate::Error::Emit {
+                message: format!("`{p}` is not a Rust path: {e}"),
+            })?;
+        }
+        let conn = Connection::open_in_memory().map_err(|source| crate::Error::Introspect {
+            what: "an in-memory database".into(),
+            source,
+        })?;
+        execute_file(&conn, &baseline.schema_path, &baseline.schema_sql)?;
+        let rt: syn::Path = syn::parse_str(runtime).expect("checked above");
+        let schema_path: syn::Path = syn::parse_str(schema).expect("checked above");
+        let types = column_types(&baseline, &rt, &schema_path)?
+            .into_iter()
+            .map(|(key, (ty, not_null))| (key, (ty.to_string(), not_null)))
+            .collect();
+        Ok(Checker {
+            conn,
+            types,
+            runtime: runtime.to_string(),
+            baseline,
+        })
+    }
+
+    /// The runtime path, as tokens of the current expansion.
+    fn rt(&self) -> syn::Path {
+        syn::parse_str(&self.runtime).expect("checked in Checker::new")
+    }
+
+    fn column_type(&self, table: &str, column: &str) -> syn::Result<Option<(TokenStream, bool)>> {
+        let Some((ty, not_null)) = self.types.get(&(table.to_string(), column.to_string())) else {
+            return Ok(None);
+        };
+        let ty: TokenStream = ty
+            .parse()
+            .map_err(|e| syn::Error::new(Span::call_site(), format!("{e}")))?;
+        Ok(Some((ty, *not_null)))
+    }
+}
