@@ -1,7 +1,7 @@
 //! The one error type of the codegen crate: every variant names the file, line or object a person
 //! has to look at.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Why the schema sources could not be checked or turned into code.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +49,15 @@ pub enum Error {
         /// What was left open.
         what: &'static str,
     },
+    /// A migration is newer than the lock: it can still change until it is locked. A warning in
+    /// the build, not a failure, so a migration can be written iteratively.
+    #[error("{}: {migration}.sql is not locked yet. Once it is final, run `cargo run -p seed-agents-codegen -- lock` and commit migrations.lock", path.display())]
+    NotLocked {
+        /// The lock file.
+        path: PathBuf,
+        /// The first migration the lock does not cover (its file stem).
+        migration: String,
+    },
     /// `migrations.lock` disagrees with the migrations on disk.
     #[error("{}: {message}", path.display())]
     Lock {
@@ -88,6 +97,14 @@ pub enum Error {
         /// The parser's message.
         message: String,
     },
+}
+
+/// Reads a source file, naming it in the error.
+pub(crate) fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// `Result` with this crate's [`Error`].

@@ -20,6 +20,7 @@ mod error;
 mod ident;
 pub mod introspect;
 pub mod lock;
+pub mod migration;
 pub mod model;
 pub mod project;
 #[cfg(feature = "emit")]

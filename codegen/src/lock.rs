@@ -5,7 +5,7 @@
 //! the migration's [`normalize`](crate::sql::normalize)d SQL.
 
 use crate::error::{Error, Result};
-use crate::project::Migration;
+use crate::migration::Migration;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
@@ -40,7 +40,7 @@ pub fn render(migrations: &[Migration]) -> String {
 }
 
 /// Checks `lock_text` (the lock file at `lock_path`) against `migrations`: every locked line must
-/// match, and every migration must be locked.
+/// match, and every migration must be locked ([`Error::NotLocked`] names the first that is not).
 pub fn check(lock_path: &Path, lock_text: &str, migrations: &[Migration]) -> Result<()> {
     let err = |message: String| Error::Lock {
         path: lock_path.to_path_buf(),
@@ -80,10 +80,10 @@ pub fn check(lock_path: &Path, lock_text: &str, migrations: &[Migration]) -> Res
         }
     }
     if let Some(m) = migrations.get(locked.len()) {
-        return Err(err(format!(
-            "{}.sql is not locked yet. Once it is final, run `cargo run -p seed-agents-codegen -- lock` and commit migrations.lock",
-            m.name
-        )));
+        return Err(Error::NotLocked {
+            path: lock_path.to_path_buf(),
+            migration: m.name.clone(),
+        });
     }
     Ok(())
 }

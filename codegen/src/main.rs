@@ -7,7 +7,7 @@
 //! `migrations/migrations.lock` (ROOT defaults to the current directory). It never rewrites a
 //! locked line: an edited shipped migration stays an error.
 
-use seed_agents_codegen::{lock, project, Error};
+use seed_agents_codegen::{lock, migration, Error};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -62,12 +62,12 @@ fn main() -> ExitCode {
 
 fn run_lock(root: &std::path::Path) -> Result<usize, Error> {
     let dir = root.join("migrations");
-    let migrations = project::read_migrations(&dir)?;
+    let migrations = migration::read_migrations(&dir)?;
     let path = dir.join(lock::LOCK_FILE);
     let existing = std::fs::read_to_string(&path).unwrap_or_default();
     match lock::check(&path, &existing, &migrations) {
         Ok(()) => {}
-        Err(Error::Lock { message, .. }) if message.contains("is not locked yet") => {}
+        Err(Error::NotLocked { .. }) => {}
         Err(e) => return Err(e),
     }
     std::fs::write(&path, lock::render(&migrations))
