@@ -199,7 +199,7 @@ fn bench(c: &mut Criterion) {
             rounds,
             || {
                 i += 1;
-                store.append_event(&session, &event(i)).unwrap();
+                store.append_event(ACCOUNT, &session, &event(i)).unwrap();
             },
             || {
                 j += 1;
@@ -219,7 +219,7 @@ fn bench(c: &mut Criterion) {
         g.bench_function("store", |b| {
             b.iter(|| {
                 i += 1;
-                store.append_event(&session, &event(i)).unwrap()
+                store.append_event(ACCOUNT, &session, &event(i)).unwrap()
             })
         });
         let mut i = 0;
@@ -236,7 +236,7 @@ fn bench(c: &mut Criterion) {
     let (mut store, session) = setup(&dir, "replay-store.sqlite", "NORMAL");
     let (mut plain, plain_session) = setup(&dir, "replay-plain.sqlite", "NORMAL");
     for i in 0..REPLAYED {
-        store.append_event(&session, &event(i)).unwrap();
+        store.append_event(ACCOUNT, &session, &event(i)).unwrap();
         let now = plain.now_ms();
         plain_append(plain.conn_mut(), now, &plain_session, &event(i));
     }
@@ -245,7 +245,10 @@ fn bench(c: &mut Criterion) {
         300,
         || {
             assert_eq!(
-                store.events_after(&session, 0, None).unwrap().len(),
+                store
+                    .events_after(ACCOUNT, &session, 0, None)
+                    .unwrap()
+                    .len(),
                 REPLAYED
             )
         },
@@ -260,7 +263,7 @@ fn bench(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(5));
     g.bench_function("store", |b| {
         b.iter(|| {
-            let events = store.events_after(&session, 0, None).unwrap();
+            let events = store.events_after(ACCOUNT, &session, 0, None).unwrap();
             assert_eq!(events.len(), REPLAYED);
             events
         })
