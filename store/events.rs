@@ -36,8 +36,9 @@ use crate::{query, query_as};
 
 /// A replay: the session's events after a seq, ascending, at most a limit (-1 for all), only
 /// when the session is the account's. ?1 session, ?2 after, ?3 limit, ?4 account. The account
-/// check is an uncorrelated EXISTS on the sessions primary key, so SQLite runs it once and the
-/// rows still come straight off the `(session_id, seq)` index in order (see the plan test).
+/// check is an uncorrelated EXISTS on the sessions primary key: one lookup per call (SQLite runs
+/// it as a scalar subquery or as the outer loop of a one-row join), and the rows still come
+/// straight off the `(session_id, seq)` index in order (see the plan test).
 macro_rules! replay_query {
     ($account:expr, $session:expr, $after:expr, $limit:expr) => {
         query_as!(
