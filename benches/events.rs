@@ -6,7 +6,9 @@
 //!   `prepare_cached`, encodes with `serde_ipld_dagcbor` and makes ids the same way.
 //! - `event_replay_1000`: every event of a 1,000-event session (target at most 1.05).
 //!
-//! Each side has its own database file of the same shape, so neither reads the other's rows.
+//! Both sides check the session's account in the same statement (the store refuses another
+//! account's session). Each side has its own database file of the same shape, so neither reads
+//! the other's rows.
 //!
 //! The machine these run on is shared and has two cores, so criterion's separate groups drift
 //! with the load. Before them, `paired` alternates the two sides call by call (swapping which
@@ -87,10 +89,12 @@ fn plain_append(conn: &mut Connection, now: i64, session_id: &str, event: &Sessi
         .prepare_cached(
             "SELECT s.agent_id, s.parent_session_id IS NULL, \
              (SELECT COALESCE(MAX(e.seq), 0) + 1 FROM session_events e WHERE e.session_id = s.id) \
-             FROM sessions s WHERE s.id = ?1",
+             FROM sessions s WHERE s.id = ?1 AND s.account_id = ?2",
         )
         .unwrap()
-        .query_row([session_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .query_row([session_id, ACCOUNT], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
         .optional()
         .unwrap()
         .unwrap();
@@ -132,11 +136,13 @@ fn plain_replay(conn: &Connection, session_id: &str, after: i64) -> Vec<PlainEve
     let mut stmt = conn
         .prepare_cached(
             "SELECT id, session_id, seq, event_cbor, created_at FROM session_events \
-             WHERE session_id = ?1 AND seq > ?2 ORDER BY seq ASC LIMIT ?3",
+             WHERE session_id = ?1 AND seq > ?2 \
+             AND EXISTS (SELECT 1 FROM sessions WHERE id = ?1 AND account_id = ?4) \
+             ORDER BY seq ASC LIMIT ?3",
         )
         .unwrap();
     let rows = stmt
-        .query_map((session_id, after, -1i64), |r| {
+        .query_map((session_id, after, -1i64, ACCOUNT), |r| {
             Ok(PlainEvent {
                 id: r.get(0)?,
                 session_id: r.get(1)?,
@@ -199,7 +205,7 @@ fn bench(c: &mut Criterion) {
             rounds,
             || {
                 i += 1;
-                store.append_event(&session, &event(i)).unwrap();
+                store.append_event(ACCOUNT, &session, &event(i)).unwrap();
             },
             || {
                 j += 1;
@@ -219,7 +225,7 @@ fn bench(c: &mut Criterion) {
         g.bench_function("store", |b| {
             b.iter(|| {
                 i += 1;
-                store.append_event(&session, &event(i)).unwrap()
+                store.append_event(ACCOUNT, &session, &event(i)).unwrap()
             })
         });
         let mut i = 0;
@@ -236,7 +242,7 @@ fn bench(c: &mut Criterion) {
     let (mut store, session) = setup(&dir, "replay-store.sqlite", "NORMAL");
     let (mut plain, plain_session) = setup(&dir, "replay-plain.sqlite", "NORMAL");
     for i in 0..REPLAYED {
-        store.append_event(&session, &event(i)).unwrap();
+        store.append_event(ACCOUNT, &session, &event(i)).unwrap();
         let now = plain.now_ms();
         plain_append(plain.conn_mut(), now, &plain_session, &event(i));
     }
@@ -245,7 +251,10 @@ fn bench(c: &mut Criterion) {
         300,
         || {
             assert_eq!(
-                store.events_after(&session, 0, None).unwrap().len(),
+                store
+                    .events_after(ACCOUNT, &session, 0, None)
+                    .unwrap()
+                    .len(),
                 REPLAYED
             )
         },
@@ -260,7 +269,7 @@ fn bench(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(5));
     g.bench_function("store", |b| {
         b.iter(|| {
-            let events = store.events_after(&session, 0, None).unwrap();
+            let events = store.events_after(ACCOUNT, &session, 0, None).unwrap();
             assert_eq!(events.len(), REPLAYED);
             events
         })

@@ -107,7 +107,9 @@ pub enum Access {
     Reader,
     /// Anyone: the agent is `public_read`.
     PublicReader,
-    /// No access (a pending invitation grants none).
+    /// No access: the account holds a pending invitation, which grants none. (An account with
+    /// no relation to a private agent gets [`Error::NotFound`] instead, as for an unknown
+    /// agent, so the answer never reveals that the agent exists.)
     None,
 }
 
@@ -148,11 +150,9 @@ fn agent_not_found(id: &str) -> Error {
     }
 }
 
-/// The agent `id` in any account (for checks that start from the agent, like [`Store::access`]).
-///
-/// # Errors
-/// [`Error::Sqlite`], or a stored value that does not decode.
-pub fn agent_by_id(conn: &Connection, id: &str) -> Result<Option<Row>> {
+/// The agent `id` in any account: only for [`Store::access`], which starts from the agent and
+/// decides itself what the asking account may learn (so it is not public).
+fn agent_by_id(conn: &Connection, id: &str) -> Result<Option<Row>> {
     query_as!(
         Row,
         "SELECT id, account_id, definition_cbor, state_dir, status, public_read, public_chat, \
@@ -477,30 +477,30 @@ impl Store {
     }
 
     /// What `account_id` may do with the agent `agent_id`: owner, accepted writer or reader,
-    /// public reader (`public_read`), or none. An accepted role wins over public reading; a
-    /// pending invitation grants nothing. Chatting with a public-chat agent is the caller's
+    /// public reader (`public_read`), or none (a pending invitation, which grants nothing). An
+    /// accepted role wins over public reading. Chatting with a public-chat agent is the caller's
     /// policy on top of this (`agents.public_chat`).
     ///
     /// # Errors
-    /// [`Error::NotFound`] (`agent`) when the agent does not exist; [`Error::Sqlite`] otherwise.
+    /// [`Error::NotFound`] (`agent`) when the agent does not exist, and also when it is a private
+    /// agent of another account that `account_id` has no invitation to: the two are answered
+    /// alike, so probing ids reveals nothing. [`Error::Sqlite`] otherwise.
     pub fn access(&self, agent_id: &str, account_id: &str) -> Result<Access> {
         let agent = agent_by_id(self.conn(), agent_id)?.ok_or_else(|| agent_not_found(agent_id))?;
         if agent.account_id == account_id {
             return Ok(Access::Owner);
         }
-        if let Some(c) = agent_collaborators::get(self.conn(), account_id, agent_id)? {
-            if c.status == InviteStatus::Accepted {
-                return Ok(match c.role {
-                    Role::Writer => Access::Writer,
-                    Role::Reader => Access::Reader,
-                });
-            }
+        let invitation = agent_collaborators::get(self.conn(), account_id, agent_id)?;
+        match &invitation {
+            Some(c) if c.status == InviteStatus::Accepted => Ok(match c.role {
+                Role::Writer => Access::Writer,
+                Role::Reader => Access::Reader,
+            }),
+            _ if agent.public_read => Ok(Access::PublicReader),
+            // A pending invitee was told about the agent; anyone else learns nothing.
+            Some(_) => Ok(Access::None),
+            None => Err(agent_not_found(agent_id)),
         }
-        Ok(if agent.public_read {
-            Access::PublicReader
-        } else {
-            Access::None
-        })
     }
 }
 

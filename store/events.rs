@@ -17,6 +17,10 @@
 //! - the session's `updated_at` moves with every append, so the session list surfaces active
 //!   chats; the agent's `updated_at` does not (see [`crate::agents`]).
 //!
+//! Every read and write names the session's account: a session of another account is refused
+//! exactly like an unknown one (an append is [`Error::NotFound`], a replay is empty), folded into
+//! the statement the call runs anyway, so the check costs no extra round trip.
+//!
 //! An event's actor is the stamped one, else derived from its shape as `sessionEventActor()`
 //! does: a user-role message is `user`, an error is `system`, everything else is `agent`.
 
@@ -29,6 +33,27 @@ use crate::payload::{Ipld, MessageRole, SessionActor, SessionEventPayload};
 use crate::schema::session_events::{self, Row};
 use crate::Store;
 use crate::{query, query_as};
+
+/// A replay: the session's events after a seq, ascending, at most a limit (-1 for all), only
+/// when the session is the account's. ?1 session, ?2 after, ?3 limit, ?4 account. The account
+/// check is an uncorrelated EXISTS on the sessions primary key: one lookup per call (SQLite runs
+/// it as a scalar subquery or as the outer loop of a one-row join), and the rows still come
+/// straight off the `(session_id, seq)` index in order (see the plan test).
+macro_rules! replay_query {
+    ($account:expr, $session:expr, $after:expr, $limit:expr) => {
+        query_as!(
+            Row,
+            "SELECT id, session_id, seq, event_cbor, created_at FROM session_events \
+             WHERE session_id = ?1 AND seq > ?2 \
+             AND EXISTS (SELECT 1 FROM sessions WHERE id = ?1 AND account_id = ?4) \
+             ORDER BY seq ASC LIMIT ?3",
+            $session,
+            $after,
+            $limit,
+            $account
+        )
+    };
+}
 
 /// Where an appended event landed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,25 +110,28 @@ pub fn message_from(event: &SessionEventPayload) -> Option<SessionActor> {
     }
 }
 
-/// Appends `event` to the session's Log and moves the rollups, inside the caller's write
-/// transaction (which must be `BEGIN IMMEDIATE` for the seq allocation to be race-free; see the
-/// module doc). The building block of [`Store::append_event`].
+/// Appends `event` to the Log of the session `session_id` of `account_id` and moves the rollups,
+/// inside the caller's write transaction (which must be `BEGIN IMMEDIATE` for the seq allocation
+/// to be race-free; see the module doc). The building block of [`Store::append_event`].
 ///
 /// # Errors
 /// As [`Store::append_event`].
 pub fn append_event(
     conn: &Connection,
     now: i64,
+    account_id: &str,
     session_id: &str,
     event: &SessionEventPayload,
 ) -> Result<Appended> {
     let event_cbor = Cbor::encode(event)?;
-    // The session's agent, whether it is top level, and the next seq, in one read.
+    // The session's agent, whether it is top level, and the next seq, in one read that also
+    // checks the account: another account's session is not found, like an unknown one.
     let session = query!(
         "SELECT s.agent_id, CAST(s.parent_session_id IS NULL AS INTEGER) AS top_level, \
          CAST((SELECT COALESCE(MAX(e.seq), 0) + 1 FROM session_events e WHERE e.session_id = s.id) AS INTEGER) AS seq \
-         FROM sessions s WHERE s.id = ?1",
-        session_id
+         FROM sessions s WHERE s.id = ?1 AND s.account_id = ?2",
+        session_id,
+        account_id
     )
     .fetch_optional(conn)?
     .ok_or_else(|| Error::NotFound {
@@ -166,14 +194,17 @@ pub fn append_event(
 }
 
 impl Store {
-    /// Appends `event` to the session's Log with the next `seq`, and moves the activity rollups,
-    /// in one `BEGIN IMMEDIATE` transaction (see the module doc).
+    /// Appends `event` to the Log of the session `session_id` of `account_id` with the next
+    /// `seq`, and moves the activity rollups, in one `BEGIN IMMEDIATE` transaction (see the
+    /// module doc).
     ///
     /// # Errors
-    /// [`Error::NotFound`] (`session`); [`Error::Cbor`] for an event with no canonical encoding;
+    /// [`Error::NotFound`] (`session`) when the account has no such session (another account's
+    /// session included); [`Error::Cbor`] for an event with no canonical encoding;
     /// [`Error::Sqlite`] otherwise (`SQLITE_BUSY` after the busy timeout under heavy contention).
     pub fn append_event(
         &mut self,
+        account_id: &str,
         session_id: &str,
         event: &SessionEventPayload,
     ) -> Result<Appended> {
@@ -181,19 +212,22 @@ impl Store {
         let tx = self
             .conn_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let appended = append_event(&tx, now, session_id, event)?;
+        let appended = append_event(&tx, now, account_id, session_id, event)?;
         tx.commit()?;
         Ok(appended)
     }
 
-    /// The session's events with `seq > after_seq`, ascending, at most `limit` of them (all when
-    /// `None`). The payloads stay as stored bytes: decode each with `event_cbor.decode()`. An
-    /// unknown session has no events.
+    /// The events of the session `session_id` of `account_id` with `seq > after_seq`,
+    /// ascending, at most `limit` of them (all when `None`). The payloads stay as stored bytes:
+    /// decode each with `event_cbor.decode()`. A session the account does not have (unknown, or
+    /// another account's) has no events: the answer is empty, never an error, so it does not
+    /// tell the two apart.
     ///
     /// # Errors
     /// [`Error::Invalid`] (`afterSeq` negative, `limit` zero); [`Error::Sqlite`] otherwise.
     pub fn events_after(
         &self,
+        account_id: &str,
         session_id: &str,
         after_seq: i64,
         limit: Option<u32>,
@@ -210,14 +244,61 @@ impl Store {
                 reason: "must be at least 1 when given".into(),
             });
         }
-        query_as!(
-            Row,
-            "SELECT id, session_id, seq, event_cbor, created_at FROM session_events \
-             WHERE session_id = ?1 AND seq > ?2 ORDER BY seq ASC LIMIT ?3",
+        replay_query!(
+            account_id,
             session_id,
             after_seq,
             limit.map_or(-1, i64::from)
         )
         .fetch_all(self.conn())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The replay stays a range on the `(session_id, seq)` index, in index order (no sort), with
+    /// the account check one primary-key lookup rather than one per row.
+    #[test]
+    fn replay_reads_the_session_seq_index_and_checks_the_account_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("plan.sqlite")).unwrap();
+        let sql = replay_query!("", "", 0_i64, 0_i64).sql();
+        let mut stmt = store
+            .conn()
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap();
+        // Parameters stay NULL: the plan does not depend on their values.
+        for i in 1..=stmt.parameter_count() {
+            stmt.raw_bind_parameter(i, rusqlite::types::Null).unwrap();
+        }
+        let mut rows = stmt.raw_query();
+        let mut plan = Vec::new();
+        while let Some(row) = rows.next().unwrap() {
+            plan.push(row.get::<_, String>(3).unwrap());
+        }
+        let text = plan.join("\n");
+        assert!(
+            plan.iter()
+                .any(|l| l.starts_with("SEARCH session_events USING INDEX")
+                    && l.contains("(session_id=? AND seq>?)")),
+            "{text}"
+        );
+        // The check is one primary-key lookup: SQLite runs it as a scalar subquery or, newer
+        // versions, as the outer loop of an EXISTS join, once either way (never per row).
+        let step = |prefix: &str| plan.iter().position(|l| l.starts_with(prefix));
+        let (check, events) = (step("SEARCH sessions"), step("SEARCH session_events"));
+        assert!(
+            check.is_some_and(|i| plan[i].ends_with("USING PRIMARY KEY (id=?)")),
+            "{text}"
+        );
+        assert!(
+            plan.iter().any(|l| l == "SCALAR SUBQUERY 1") || check < events,
+            "the check must run once, not inside the loop over the events: {text}"
+        );
+        for bad in ["SCAN", "CORRELATED", "TEMP B-TREE"] {
+            assert!(!text.contains(bad), "{bad}: {text}");
+        }
     }
 }

@@ -51,6 +51,7 @@ fn session(store: &mut Store, agent: &str, parent: Option<&str>) -> String {
 fn event(store: &mut Store, session: &str) {
     store
         .append_event(
+            A,
             session,
             &SessionEventPayload::Error(ErrorEvent {
                 message: "e".into(),
@@ -132,7 +133,7 @@ fn deleting_a_session_detaches_runs_and_firings_and_promotes_children() {
         ),
         0
     );
-    assert_eq!(store.events_after(&child, 0, None).unwrap().len(), 1);
+    assert_eq!(store.events_after(A, &child, 0, None).unwrap().len(), 1);
     assert_eq!(
         column(conn, "SELECT session_id FROM runs WHERE id = ?1", "r1"),
         None
@@ -264,7 +265,7 @@ fn deleting_an_agent_removes_what_it_owns_detaches_history_and_its_state_dir() {
     // The other agent keeps everything, minus its links to what went.
     let foreign = store.session(A, &sy1).unwrap().unwrap();
     assert_eq!(foreign.parent_session_id, None, "foreign child promoted");
-    assert_eq!(store.events_after(&sy1, 0, None).unwrap().len(), 1);
+    assert_eq!(store.events_after(A, &sy1, 0, None).unwrap().len(), 1);
     assert_eq!(
         column(
             conn,
@@ -304,7 +305,7 @@ fn deleting_another_accounts_agent_changes_nothing() {
         Err(Error::NotFound { what: "agent", .. })
     ));
     assert!(store.agent(A, &x).unwrap().is_some());
-    assert_eq!(store.events_after(&s, 0, None).unwrap().len(), 1);
+    assert_eq!(store.events_after(A, &s, 0, None).unwrap().len(), 1);
 }
 
 #[test]

@@ -75,7 +75,7 @@ fn tool_call(id: &str) -> SessionEventPayload {
 
 fn seqs(store: &Store, session: &str) -> Vec<i64> {
     store
-        .events_after(session, 0, None)
+        .events_after(A, session, 0, None)
         .unwrap()
         .iter()
         .map(|e| e.seq)
@@ -100,9 +100,12 @@ fn seq_is_contiguous_from_one_per_session() {
         .unwrap()
         .id;
     for i in 0..3 {
-        assert_eq!(store.append_event(&s1, &tool_call("c")).unwrap().seq, i + 1);
+        assert_eq!(
+            store.append_event(A, &s1, &tool_call("c")).unwrap().seq,
+            i + 1
+        );
     }
-    assert_eq!(store.append_event(&s2, &tool_call("c")).unwrap().seq, 1);
+    assert_eq!(store.append_event(A, &s2, &tool_call("c")).unwrap().seq, 1);
     assert_eq!(seqs(&store, &s1), [1, 2, 3]);
     assert_eq!(seqs(&store, &s2), [1]);
 }
@@ -111,7 +114,7 @@ fn seq_is_contiguous_from_one_per_session() {
 fn appending_to_an_unknown_session_is_not_found_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (mut store, _, _, _) = fixture(&dir.path().join("db.sqlite"));
-    let err = store.append_event("nope", &tool_call("c")).unwrap_err();
+    let err = store.append_event(A, "nope", &tool_call("c")).unwrap_err();
     assert!(
         matches!(
             err,
@@ -122,7 +125,7 @@ fn appending_to_an_unknown_session_is_not_found_and_writes_nothing() {
         ),
         "{err:?}"
     );
-    assert!(store.events_after("nope", 0, None).unwrap().is_empty());
+    assert!(store.events_after(A, "nope", 0, None).unwrap().is_empty());
 }
 
 const PER_WRITER: i64 = 50;
@@ -132,7 +135,7 @@ fn assert_contiguous(store: &Store, session: &str, writers: i64) {
     let expected: Vec<i64> = (1..=writers * PER_WRITER).collect();
     assert_eq!(all, expected, "seqs must be 1..N, none lost or duplicated");
     // Every writer's events are all there (none lost), each with a distinct seq.
-    let events = store.events_after(session, 0, None).unwrap();
+    let events = store.events_after(A, session, 0, None).unwrap();
     let mut per_writer = BTreeMap::<String, usize>::new();
     for e in events {
         let SessionEventPayload::ToolCall(call) = e.event_cbor.decode().unwrap() else {
@@ -154,7 +157,7 @@ fn append_many(path: &Path, session: &str, writer: &str) {
             actor: None,
             extra: OpenMap::new(),
         });
-        store.append_event(session, &event).unwrap();
+        store.append_event(A, session, &event).unwrap();
     }
 }
 
@@ -260,7 +263,7 @@ fn a_user_message_moves_every_rollup_column() {
     let (mut store, clock, agent, session) = fixture(&dir.path().join("db.sqlite"));
     clock.set(T + 5);
     store
-        .append_event(&session, &message(MessageRole::User, "hi", None))
+        .append_event(A, &session, &message(MessageRole::User, "hi", None))
         .unwrap();
     assert_eq!(
         rollup(&store, &agent, &session),
@@ -277,7 +280,7 @@ fn a_user_message_moves_every_rollup_column() {
     // The agent's reply moves them again, from the agent.
     clock.set(T + 6);
     store
-        .append_event(&session, &message(MessageRole::Assistant, "hello", None))
+        .append_event(A, &session, &message(MessageRole::Assistant, "hello", None))
         .unwrap();
     let r = rollup(&store, &agent, &session);
     assert_eq!(r.agent_message_from.as_deref(), Some("agent"));
@@ -290,7 +293,7 @@ fn tool_activity_moves_only_activity_columns() {
     let (mut store, clock, agent, session) = fixture(&dir.path().join("db.sqlite"));
     clock.set(T + 1);
     store
-        .append_event(&session, &message(MessageRole::User, "hi", None))
+        .append_event(A, &session, &message(MessageRole::User, "hi", None))
         .unwrap();
     let before = rollup(&store, &agent, &session);
     let spawn = SessionEventPayload::ToolSpawn(ToolSpawnEvent {
@@ -337,7 +340,7 @@ fn tool_activity_moves_only_activity_columns() {
     {
         let at = T + 10 + i as i64;
         clock.set(at);
-        store.append_event(&session, &event).unwrap();
+        store.append_event(A, &session, &event).unwrap();
         let r = rollup(&store, &agent, &session);
         assert_eq!(r.activity_at, Some(at), "{kind}");
         assert_eq!(r.activity_kind.as_deref(), Some(kind));
@@ -378,14 +381,14 @@ fn a_child_sessions_message_moves_only_the_agents_activity() {
         .id;
     clock.set(T + 1);
     store
-        .append_event(&parent, &message(MessageRole::User, "hi", None))
+        .append_event(A, &parent, &message(MessageRole::User, "hi", None))
         .unwrap();
     clock.set(T + 2);
     store
-        .append_event(&child, &message(MessageRole::User, "task", None))
+        .append_event(A, &child, &message(MessageRole::User, "task", None))
         .unwrap();
     store
-        .append_event(&child, &message(MessageRole::Assistant, "done", None))
+        .append_event(A, &child, &message(MessageRole::Assistant, "done", None))
         .unwrap();
     let r = rollup(&store, &agent, &child);
     assert_eq!(r.activity_at, Some(T + 2));
@@ -401,6 +404,7 @@ fn a_stamped_trigger_or_user_actor_is_what_message_from_records() {
     let (mut store, _, agent, session) = fixture(&dir.path().join("db.sqlite"));
     store
         .append_event(
+            A,
             &session,
             &message(MessageRole::User, "fired", Some(SessionActor::Trigger)),
         )
@@ -445,7 +449,7 @@ fn every_append_moves_the_sessions_updated_at_but_not_the_agents() {
     let dir = tempfile::tempdir().unwrap();
     let (mut store, clock, agent, session) = fixture(&dir.path().join("db.sqlite"));
     clock.set(T + 100);
-    store.append_event(&session, &tool_call("c")).unwrap();
+    store.append_event(A, &session, &tool_call("c")).unwrap();
     assert_eq!(
         store.session(A, &session).unwrap().unwrap().updated_at,
         T + 100
@@ -462,35 +466,38 @@ fn replay_returns_events_after_a_seq_ascending_with_an_optional_limit() {
     let (mut store, _, _, session) = fixture(&dir.path().join("db.sqlite"));
     for i in 0..10 {
         store
-            .append_event(&session, &tool_call(&format!("c{i}")))
+            .append_event(A, &session, &tool_call(&format!("c{i}")))
             .unwrap();
     }
     let after: Vec<i64> = store
-        .events_after(&session, 7, None)
+        .events_after(A, &session, 7, None)
         .unwrap()
         .iter()
         .map(|e| e.seq)
         .collect();
     assert_eq!(after, [8, 9, 10]);
     let limited: Vec<i64> = store
-        .events_after(&session, 2, Some(3))
+        .events_after(A, &session, 2, Some(3))
         .unwrap()
         .iter()
         .map(|e| e.seq)
         .collect();
     assert_eq!(limited, [3, 4, 5]);
-    assert!(store.events_after(&session, 10, None).unwrap().is_empty());
-    let event = &store.events_after(&session, 0, Some(1)).unwrap()[0];
+    assert!(store
+        .events_after(A, &session, 10, None)
+        .unwrap()
+        .is_empty());
+    let event = &store.events_after(A, &session, 0, Some(1)).unwrap()[0];
     assert_eq!(event.event_cbor.decode().unwrap(), tool_call("c0"));
     assert!(matches!(
-        store.events_after(&session, -1, None),
+        store.events_after(A, &session, -1, None),
         Err(Error::Invalid {
             field: "afterSeq",
             ..
         })
     ));
     assert!(matches!(
-        store.events_after(&session, 0, Some(0)),
+        store.events_after(A, &session, 0, Some(0)),
         Err(Error::Invalid { field: "limit", .. })
     ));
 }
@@ -511,8 +518,8 @@ fn an_unknown_event_map_is_stored_and_replayed_byte_for_byte() {
     .concat();
     let event: SessionEventPayload = cbor::from_slice(&bytes).unwrap();
     assert!(matches!(event, SessionEventPayload::Other(_)));
-    store.append_event(&session, &event).unwrap();
-    let stored = &store.events_after(&session, 0, None).unwrap()[0];
+    store.append_event(A, &session, &event).unwrap();
+    let stored = &store.events_after(A, &session, 0, None).unwrap()[0];
     assert_eq!(stored.event_cbor.as_bytes(), &bytes[..]);
 }
 

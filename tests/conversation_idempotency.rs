@@ -268,6 +268,7 @@ fn the_message_session_form_records_only_on_success_under_the_acting_account() {
     // The work happens outside any idempotency transaction; a failure records nothing.
     let seq = store
         .append_event(
+            A,
             &session,
             &SessionEventPayload::Error(ErrorEvent {
                 message: "placeholder".into(),

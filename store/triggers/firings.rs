@@ -308,10 +308,13 @@ impl Store {
         })
     }
 
-    /// Records a firing's progress (status, error, session, run).
+    /// Records a firing's progress (status, error, session, run). The session and the run it
+    /// names must be the account's own, like the firing.
     ///
     /// # Errors
-    /// [`Error::NotFound`] when the firing is not in the account.
+    /// [`Error::NotFound`] (`firing`, `session`, `run`) when the firing, or the session or run
+    /// the update names, is not in the account (another account's is refused like an unknown
+    /// one).
     pub fn update_firing(
         &mut self,
         account_id: &str,
@@ -326,6 +329,18 @@ impl Store {
                 what: "firing",
                 id: firing_id.to_owned(),
             })?;
+        // Foreign keys check existence only: what the firing points at must be the account's.
+        if let Some(session_id) = &update.session_id {
+            if crate::schema::sessions::get(&tx, account_id, session_id)?.is_none() {
+                return Err(Error::NotFound {
+                    what: "session",
+                    id: session_id.clone(),
+                });
+            }
+        }
+        if let Some(run_id) = &update.run_id {
+            crate::runs::load_run(&tx, account_id, run_id)?;
+        }
         row.status = update.status;
         row.error = update.error.clone();
         if update.session_id.is_some() {

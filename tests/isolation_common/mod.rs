@@ -1,0 +1,239 @@
+//! The frame of the account isolation probes (`tests/account_isolation.rs`): the ids of one
+//! account's rows, the snapshot of every table, and the probe that runs one call twice (naming
+//! the other account's rows, then rows nobody has) and compares answers and tables.
+
+pub mod setup;
+pub mod worker;
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use rusqlite::types::ValueRef;
+use seed_agents_store::clock::ManualClock;
+use seed_agents_store::{Error, Result, Store};
+
+/// The account whose rows are probed.
+pub const A: &str = "acct-a";
+/// The account that probes.
+pub const B: &str = "acct-b";
+/// Collaborates on both accounts' agents (accepted), so collaborator rows exist.
+pub const C: &str = "acct-c";
+/// Invited to both accounts' agents (pending).
+pub const D: &str = "acct-d";
+/// The clock's start.
+pub const T: i64 = 1_764_000_000_000;
+
+/// Everything of one account the probes name. [`Ids::missing`] is the same shape naming rows
+/// nobody has.
+#[derive(Debug, Clone)]
+pub struct Ids {
+    pub agent: String,
+    pub session: String,
+    pub child_session: String,
+    pub successor_session: String,
+    pub continuation_call: String,
+    pub queued_run: String,
+    pub running_run: String,
+    pub waiting_run: String,
+    pub parent_run: String,
+    pub child_call: String,
+    pub paused_run: String,
+    pub firing_run: String,
+    pub schedule_trigger: String,
+    pub webhook_trigger: String,
+    pub activity_trigger: String,
+    pub other_activity_trigger: String,
+    pub firing: String,
+    pub draft: String,
+    pub provider: String,
+    pub provider_name: String,
+    pub secret: String,
+    pub mcp_server: String,
+    pub watermark_url: String,
+    pub lambda: String,
+    pub client_id: String,
+    pub signer: String,
+    pub wait: String,
+    // Not ids: what a caller would present along with them.
+    pub signal: String,
+    pub lease_owner: String,
+    pub webhook_secret: String,
+}
+
+impl Ids {
+    /// The same request naming nothing that exists (values that are not ids are kept).
+    pub fn missing(&self) -> Ids {
+        let m = |what: &str| format!("missing-{what}");
+        Ids {
+            agent: m("agent"),
+            session: m("session"),
+            child_session: m("child-session"),
+            successor_session: m("successor-session"),
+            continuation_call: m("continuation-call"),
+            queued_run: m("queued-run"),
+            running_run: m("running-run"),
+            waiting_run: m("waiting-run"),
+            parent_run: m("parent-run"),
+            child_call: m("child-call"),
+            paused_run: m("paused-run"),
+            firing_run: m("firing-run"),
+            schedule_trigger: m("schedule-trigger"),
+            webhook_trigger: m("webhook-trigger"),
+            activity_trigger: m("activity-trigger"),
+            other_activity_trigger: m("other-activity-trigger"),
+            firing: m("firing"),
+            draft: m("draft"),
+            provider: m("provider"),
+            provider_name: m("provider-name"),
+            secret: m("secret"),
+            mcp_server: m("mcp"),
+            watermark_url: m("https://missing.example"),
+            lambda: m("lambda"),
+            client_id: m("client-id"),
+            signer: m("signer"),
+            wait: m("wait"),
+            ..self.clone()
+        }
+    }
+}
+
+/// Every table (from `sqlite_schema`), every row, every column, rendered and sorted.
+pub fn snapshot(store: &Store) -> BTreeMap<String, Vec<String>> {
+    let conn = store.conn();
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert!(tables.len() >= 20, "the schema lists {tables:?}");
+    let mut out = BTreeMap::new();
+    for table in tables {
+        let mut stmt = conn.prepare(&format!("SELECT * FROM \"{table}\"")).unwrap();
+        let columns = stmt.column_count();
+        let mut rows: Vec<String> = stmt
+            .query_map([], |r| {
+                let mut cells = Vec::with_capacity(columns);
+                for i in 0..columns {
+                    cells.push(match r.get_ref(i)? {
+                        ValueRef::Null => "NULL".to_owned(),
+                        ValueRef::Integer(v) => v.to_string(),
+                        ValueRef::Real(v) => format!("{v:?}"),
+                        ValueRef::Text(t) => format!("{:?}", String::from_utf8_lossy(t)),
+                        ValueRef::Blob(b) => format!("x'{}'", hex::encode(b)),
+                    });
+                }
+                Ok(cells.join("|"))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        rows.sort();
+        out.insert(table, rows);
+    }
+    out
+}
+
+/// What a call answered, with the id left out of a `NotFound` (it is the id the call named).
+pub fn outcome<T: Debug>(result: Result<T>) -> String {
+    match result {
+        Err(Error::NotFound { what, .. }) => format!("NotFound({what})"),
+        Err(e) => format!("Err({e:?})"),
+        Ok(v) => format!("Ok({v:?})"),
+    }
+}
+
+/// One call B makes, naming the rows in the first `Ids` (A's, or missing ones), with B's own
+/// rows (the second) where the request also names some.
+pub type Call = fn(&mut Store, &Ids, &Ids) -> String;
+
+/// A probe: its name, what it must answer (for A's rows and for missing ones alike), the call.
+pub struct Case(pub &'static str, pub &'static str, pub Call);
+
+/// Runs `case` naming A's rows, then naming missing rows: both answers must be `expect`, and
+/// no table may change. Returns a description of what went wrong, if anything.
+pub fn probe(store: &mut Store, a: &Ids, b: &Ids, case: &Case) -> Option<String> {
+    let Case(name, expect, call) = case;
+    let before = snapshot(store);
+    let foreign = call(store, a, b);
+    let after_foreign = snapshot(store);
+    let missing = call(store, &a.missing(), b);
+    let after_missing = snapshot(store);
+    let changed = |after: &BTreeMap<String, Vec<String>>| -> Vec<String> {
+        after
+            .iter()
+            .filter(|(table, rows)| before.get(*table) != Some(rows))
+            .map(|(table, _)| table.clone())
+            .collect()
+    };
+    let mut problems = Vec::new();
+    if foreign != *expect {
+        problems.push(format!(
+            "naming A's rows answered {foreign}, expected {expect}"
+        ));
+    }
+    if missing != *expect {
+        problems.push(format!(
+            "naming missing rows answered {missing}, expected {expect}"
+        ));
+    }
+    let (wrote_foreign, wrote_missing) = (changed(&after_foreign), changed(&after_missing));
+    if !wrote_foreign.is_empty() {
+        problems.push(format!("naming A's rows changed {wrote_foreign:?}"));
+    }
+    if !wrote_missing.is_empty() {
+        problems.push(format!("naming missing rows changed {wrote_missing:?}"));
+    }
+    (!problems.is_empty()).then(|| format!("{name}: {}", problems.join("; ")))
+}
+
+/// Two accounts with every kind of row; B probes A. The clock moves first, so a write that only
+/// touched a timestamp would show too.
+pub fn world() -> (tempfile::TempDir, Store, Ids, Ids) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T);
+    let mut store =
+        Store::open_with_clock(dir.path().join("db.sqlite"), Arc::new(clock.clone())).unwrap();
+    let a = setup::populate(&mut store, A, "a");
+    let b = setup::populate(&mut store, B, "b");
+    clock.advance(60_000);
+    (dir, store, a, b)
+}
+
+pub fn run_cases(cases: &[Case]) {
+    let (_dir, mut store, a, b) = world();
+    let start = snapshot(&store);
+    for table in [
+        "session_events",
+        "runs",
+        "run_journal",
+        "run_event_waits",
+        "trigger_firings",
+        "trigger_event_claims",
+        "tool_documents",
+        "agent_collaborators",
+        "session_continuations",
+        "action_idempotency",
+        "activity_watermarks",
+        "webhook_trigger_credentials",
+    ] {
+        assert!(
+            start.get(table).is_some_and(|rows| rows.len() >= 2),
+            "setup left {table} without rows of both accounts"
+        );
+    }
+    let failures: Vec<String> = cases
+        .iter()
+        .filter_map(|case| probe(&mut store, &a, &b, case))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} calls leak across accounts:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+    assert_eq!(snapshot(&store), start);
+}
