@@ -40,6 +40,7 @@ use seed_agents_store::sessions::{PlanWriter, SessionQuery};
 use seed_agents_store::triggers::{
     CombineTriggers, FiringKey, FiringRequest, FiringUpdate, TriggerPatch,
 };
+use seed_agents_store::waits::DeliverySource;
 use seed_agents_store::Error;
 use tools_common::{builtin, lambda};
 
@@ -436,21 +437,20 @@ fn cases() -> Vec<Case> {
             &a.running_run,
             0
         )),
-        case!("register_wait", "NotFound(run)", |s, a, _| s.register_wait(
-            B,
-            &a.waiting_run,
-            &a.wait,
-            &isolation_common::worker::signal_match("other"),
-            None
-        )),
         case!("run_waits", "Ok([])", |s, a, _| s
             .run_waits(B, &a.waiting_run)),
         case!("deliver_signal: to a run", "Ok(NotDelivered)", |s, a, _| s
-            .deliver_signal(B, Some(&a.waiting_run), &a.signal, None)),
+            .deliver_signal(
+                B,
+                Some(&a.waiting_run),
+                DeliverySource::Signal,
+                &a.signal,
+                None
+            )),
         case!(
             "deliver_signal: to any run",
             "Ok(NotDelivered)",
-            |s, a, _| s.deliver_signal(B, None, &a.signal, None)
+            |s, a, _| s.deliver_signal(B, None, DeliverySource::Signal, &a.signal, None)
         ),
     ]
 }
