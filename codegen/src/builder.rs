@@ -25,6 +25,7 @@ pub struct Builder {
     root: PathBuf,
     out_dir: Option<PathBuf>,
     runtime: String,
+    writes: emit::rust::WriteHelpers,
     emit_cargo_directives: bool,
 }
 
@@ -46,6 +47,7 @@ impl Builder {
             root: root.into(),
             out_dir: None,
             runtime: "crate::__private".into(),
+            writes: emit::rust::WriteHelpers::Public,
             emit_cargo_directives: true,
         }
     }
@@ -59,6 +61,15 @@ impl Builder {
     /// The path through which generated code reaches the runtime (default `crate::__private`).
     pub fn runtime_path(mut self, path: impl Into<String>) -> Self {
         self.runtime = path.into();
+        self
+    }
+
+    /// Who may call the generated `insert`, `update` and `delete` helpers (default
+    /// [`WriteHelpers::Public`](emit::rust::WriteHelpers::Public)). A crate whose operations keep
+    /// invariants across rows passes [`WriteHelpers::Crate`](emit::rust::WriteHelpers::Crate) so
+    /// that no other crate can write around them.
+    pub fn write_helpers(mut self, writes: emit::rust::WriteHelpers) -> Self {
+        self.writes = writes;
         self
     }
 
@@ -93,7 +104,7 @@ impl Builder {
             }
         }
         let docs = emit::docs::render(&project);
-        let code = emit::rust::render(&project, &self.runtime, &docs)?;
+        let code = emit::rust::render(&project, &self.runtime, &docs, self.writes)?;
         let dir = match &self.out_dir {
             Some(d) => d.clone(),
             None => std::env::var_os("OUT_DIR")

@@ -4,7 +4,7 @@
 #![cfg(feature = "emit")]
 
 use quote::ToTokens;
-use seed_agents_codegen::emit::rust::{render, HEADER};
+use seed_agents_codegen::emit::rust::{render, WriteHelpers, HEADER};
 use seed_agents_codegen::{Error, Project};
 use std::collections::BTreeMap;
 use std::fs;
@@ -158,18 +158,18 @@ fn const_array_len(file: &syn::File, name: &str) -> usize {
 fn output_is_deterministic() {
     let root = workspace_root();
     let project = Project::load(&root).unwrap();
-    let first = render(&project, RT, &docs()).unwrap();
-    let second = render(&project, RT, &docs()).unwrap();
+    let first = render(&project, RT, &docs(), WriteHelpers::Public).unwrap();
+    let second = render(&project, RT, &docs(), WriteHelpers::Public).unwrap();
     assert!(first == second, "two renders of one project differ");
     let reloaded = Project::load(&root).unwrap();
-    let third = render(&reloaded, RT, &docs()).unwrap();
+    let third = render(&reloaded, RT, &docs(), WriteHelpers::Public).unwrap();
     assert!(first == third, "renders of two loads of one project differ");
 }
 
 #[test]
 fn workspace_schema_items() {
     let project = Project::load(workspace_root()).unwrap();
-    let out = render(&project, RT, &docs()).unwrap();
+    let out = render(&project, RT, &docs(), WriteHelpers::Public).unwrap();
     assert!(out.starts_with(&format!("{HEADER}\n")));
     assert_eq!(
         HEADER,
@@ -372,7 +372,13 @@ fn fixture_fragments() {
         1,
         "the missing lock is only a warning"
     );
-    let out = render(&project, "crate::rt", &BTreeMap::new()).unwrap();
+    let out = render(
+        &project,
+        "crate::rt",
+        &BTreeMap::new(),
+        WriteHelpers::Public,
+    )
+    .unwrap();
     let file = parse(&out);
 
     let fragments = [
@@ -487,7 +493,12 @@ fn enum_values_that_collide_are_an_annotation_error() {
     let schema = "CREATE TABLE t (\n    id TEXT PRIMARY KEY,\n    -- @enum(a_b, a-b)\n    k TEXT NOT NULL\n) WITHOUT ROWID;\n";
     let genesis = "CREATE TABLE t (id TEXT PRIMARY KEY, k TEXT NOT NULL) WITHOUT ROWID;\n";
     let (_dir, project) = fixture(schema, genesis);
-    match render(&project, "crate::rt", &BTreeMap::new()) {
+    match render(
+        &project,
+        "crate::rt",
+        &BTreeMap::new(),
+        WriteHelpers::Public,
+    ) {
         Err(Error::Annotation { line, message, .. }) => {
             assert_eq!(line, 4);
             assert!(message.contains("`a_b` and `a-b`"), "{message}");
@@ -500,7 +511,31 @@ fn enum_values_that_collide_are_an_annotation_error() {
 fn a_bad_runtime_path_is_an_emit_error() {
     let (_dir, project) = fixture(FIXTURE_SCHEMA, FIXTURE_GENESIS);
     assert!(matches!(
-        render(&project, "not a path", &BTreeMap::new()),
+        render(
+            &project,
+            "not a path",
+            &BTreeMap::new(),
+            WriteHelpers::Public
+        ),
         Err(Error::Emit { .. })
     ));
+}
+
+#[test]
+fn write_helpers_can_be_kept_inside_the_including_crate() {
+    let project = Project::load(workspace_root()).unwrap();
+    let visibility = |out: &str, name: &str| {
+        let file = parse(out);
+        let f = function(module(&file, "runs"), name);
+        tokens(&f.vis)
+    };
+    let public = render(&project, RT, &docs(), WriteHelpers::Public).unwrap();
+    let private = render(&project, RT, &docs(), WriteHelpers::Crate).unwrap();
+    for write in ["insert", "update", "delete"] {
+        assert_eq!(visibility(&public, write), "pub", "{write}");
+        assert_eq!(visibility(&private, write), "pub(crate)", "{write}");
+    }
+    for read in ["get", "list_by_account_id", "count_all"] {
+        assert_eq!(visibility(&private, read), "pub", "{read}");
+    }
 }

@@ -7,6 +7,7 @@
 
 use super::table::TableGen;
 use super::text::{code_span, doc_attrs, text_literal};
+use super::WriteHelpers;
 use crate::annotations::ColumnKind;
 use crate::ident::{quote_ident, snake_case};
 use crate::model::IndexColumn;
@@ -367,6 +368,10 @@ impl TableGen<'_> {
     ) -> TokenStream {
         let rt = self.rt;
         let fn_name = format_ident!("{}", name);
+        let vis = match (shape, self.writes) {
+            (Shape::Unit | Shape::Count, WriteHelpers::Crate) => quote!(pub(crate)),
+            _ => quote!(pub),
+        };
         let errors = match shape {
             Shape::Unit | Shape::Count => {
                 "Fails when SQLite fails, for example on a constraint violation."
@@ -461,7 +466,7 @@ impl TableGen<'_> {
         };
         quote! {
             #doc
-            pub fn #fn_name(conn: &#rt::rusqlite::Connection, #(#params),*) -> #rt::Result<#ret> {
+            #vis fn #fn_name(conn: &#rt::rusqlite::Connection, #(#params),*) -> #rt::Result<#ret> {
                 const SQL: &str = #sql_lit;
                 #body
             }

@@ -2,16 +2,19 @@
 //! identifiers, and the module that holds them with the query helpers of [`super::helpers`].
 
 use super::text::{code_span, doc_attrs, escape_doc, text_literal};
+use super::WriteHelpers;
 use crate::annotations::ColumnKind;
 use crate::ident::{ident, is_plain_identifier, quote_ident, snake_case};
 use crate::typing::{TypedColumn, TypedTable};
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
-/// A typed table and the runtime path its items are rendered against.
+/// A typed table, the runtime path its items are rendered against, and the visibility of its
+/// write helpers.
 pub(super) struct TableGen<'a> {
     pub(super) rt: &'a syn::Path,
     pub(super) t: TypedTable<'a>,
+    pub(super) writes: WriteHelpers,
 }
 
 impl TableGen<'_> {
