@@ -38,7 +38,7 @@ pub mod migrate;
 mod open;
 pub mod payload;
 pub mod providers;
-pub mod query;
+mod query;
 pub mod runs;
 pub mod secrets;
 pub mod sessions;
@@ -48,6 +48,7 @@ pub mod waits;
 pub mod watermarks;
 
 pub use error::{Error, Refusal, Result};
+pub use query::Query;
 pub use seed_agents_macros::{query, query_as, Row};
 
 // The macros name `::seed_agents_store`, which this lets the crate use on itself.
@@ -73,13 +74,15 @@ pub mod schema {
     include!(concat!(env!("OUT_DIR"), "/schema.rs"));
 }
 
-/// What generated code reaches the runtime through. Not a public API.
+/// The one home of what generated code and the query macros reach the runtime through.
+///
+/// **Not public API**: the macros' expansions name these items, and they change without notice.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::cbor::Cbor;
     pub use crate::error::{Error, Result};
     pub use crate::migrate::Migration;
-    pub use crate::payload::*;
+    pub use crate::payload;
     pub use crate::query::{
         bind_check, enum_from_column, field_check, field_check_by, BindsTo, FromColumn,
         FromColumns, Holds, Query,

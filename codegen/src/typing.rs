@@ -168,7 +168,7 @@ impl<'a> TypedTable<'a> {
             Some(ColumnKind::Timestamp) => quote!(i64),
             Some(ColumnKind::Cbor(t)) => {
                 let t = format_ident!("{}", t);
-                quote!(#rt::Cbor<#rt::#t>)
+                quote!(#rt::Cbor<#rt::payload::#t>)
             }
             _ => match c.col.affinity() {
                 Affinity::Integer => quote!(i64),
@@ -198,7 +198,7 @@ impl<'a> TypedTable<'a> {
             Some(ColumnKind::Timestamp) => quote!(i64),
             Some(ColumnKind::Cbor(t)) => {
                 let t = format_ident!("{}", t);
-                quote!(&#rt::Cbor<#rt::#t>)
+                quote!(&#rt::Cbor<#rt::payload::#t>)
             }
             _ => match c.col.affinity() {
                 Affinity::Integer => quote!(i64),
