@@ -5,12 +5,14 @@
 //! `status` never changes a file, nor does an `open` that refuses it (bytes compared). Opening
 //! or an error are both allowed outcomes here; the counts are printed.
 
+mod old_versions;
 mod reliability_common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use old_versions::build_at;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use reliability_common::*;

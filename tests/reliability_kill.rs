@@ -8,6 +8,7 @@
 //!
 //! Each test prints its count ("N kills, M before completion"); a failure names the trial seed.
 
+mod old_versions;
 mod reliability_common;
 
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use old_versions::{build_at, stamped_version};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use reliability_common::*;

@@ -1,17 +1,16 @@
 //! Shared parts of the reliability suites: child processes (the test binary re-runs itself with
-//! a role in the environment and reports `RESULT ...` lines), a store with an
-//! agent and sessions to write to, and old-version databases built with rusqlite alone.
+//! a role in the environment and reports `RESULT ...` lines), a store with an agent and sessions
+//! to write to, and the integrity check.
 
 #![allow(dead_code)]
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use rusqlite::{params, Connection};
+use rusqlite::Connection;
 use seed_agents_store::agents::NewAgent;
 use seed_agents_store::payload::SessionEventPayload;
 use seed_agents_store::payload::{AgentDefinition, MessageEvent, MessageRole, OpenMap};
-use seed_agents_store::schema::MIGRATIONS;
 use seed_agents_store::sessions::NewSession;
 use seed_agents_store::Store;
 
@@ -99,36 +98,6 @@ pub fn message(content: String) -> SessionEventPayload {
         meta: None,
         extra: OpenMap::new(),
     })
-}
-
-/// The `server_config` key holding the schema version.
-pub const VERSION_KEY: &str = "schema_migration_version";
-
-/// Creates `path` at version `k` with rusqlite only (genesis, migrations 1..=k, the version
-/// stamp as TEXT), so the store's migration path is what is under test.
-pub fn build_at(path: &Path, k: u32) -> Connection {
-    let conn = Connection::open(path).expect("create the old database");
-    conn.pragma_update(None, "foreign_keys", true).unwrap();
-    for m in &MIGRATIONS[..=k as usize] {
-        conn.execute_batch(m.sql)
-            .unwrap_or_else(|e| panic!("{}: {e}", m.name));
-    }
-    conn.execute(
-        "INSERT INTO server_config (key, value) VALUES (?1, ?2)",
-        params![VERSION_KEY, k.to_string()],
-    )
-    .unwrap();
-    conn
-}
-
-/// The version stamped in the file, read with rusqlite alone.
-pub fn stamped_version(conn: &Connection) -> String {
-    conn.query_row(
-        "SELECT CAST(value AS TEXT) FROM server_config WHERE key = ?1",
-        [VERSION_KEY],
-        |r| r.get(0),
-    )
-    .expect("the version stamp")
 }
 
 /// `PRAGMA integrity_check`'s answer (`ok` for a sound file).
