@@ -1,12 +1,15 @@
 //! Waiting out other connections' locks: the busy handler of every connection the store opens.
 //!
 //! SQLite has no queue for its file locks: a connection that finds the write lock taken asks its
-//! busy handler whether to try again. The default handler (`busy_timeout`) sleeps 1, 2, 5, 10 ...
-//! up to 100 ms between tries. Under a crowd of writers a waiter deep in its back-off sleeps
-//! 100 ms at a time while the others, polling every few milliseconds, take the lock in turn, so
-//! it can lose every round until its 5 s run out: the rare "database is locked" failures of
-//! eight processes in tight loops. This handler polls in short, jittered steps (so no waiter
-//! falls behind the others and they do not wake in step) and waits for longer.
+//! busy handler whether to try again, and whoever tries at the moment the lock is free gets it.
+//! The default handler (`busy_timeout`) backs off, sleeping 1, 2, 5, 10 ... up to 100 ms between
+//! tries, so the longer a connection has waited the less often it tries: under a crowd of
+//! writers the oldest waiter is the least likely to win, and can lose every round until its 5 s
+//! run out (the rare "database is locked" failures of eight processes in tight loops). This
+//! handler does the opposite: a waiter tries more often the longer it has waited, so the oldest
+//! waiter is the likeliest to find the lock free, which approximates a queue. Sleeps are jittered
+//! so that waiters do not wake in step. Once a wait passes [`PATIENT_AFTER`] the holder is doing
+//! long work (a migration, a bulk write), not contending, and the waiter polls slowly again.
 //!
 //! Invariant: a connection gives up on a lock, with `SQLITE_BUSY`, only after [`DEADLINE`] of
 //! continuous waiting for that one lock, never earlier. Every `BEGIN IMMEDIATE` and every
@@ -22,12 +25,17 @@ use rusqlite::Connection;
 /// How long one wait for a lock may last before the operation fails with `SQLITE_BUSY`.
 pub const DEADLINE: Duration = Duration::from_secs(10);
 
-/// The longest sleep between two tries: short next to a write transaction, so a waiter is
-/// never many commits behind the others.
-const MAX_STEP: Duration = Duration::from_millis(4);
+/// After this long a wait is for long work, not contention: polling slows down again.
+pub const PATIENT_AFTER: Duration = Duration::from_secs(1);
 
-/// The first sleep: a lock held for one short write is often free again within this.
-const FIRST_STEP: Duration = Duration::from_micros(100);
+/// The sleep before the next try, by how long the wait has lasted so far (each jittered down
+/// to half): shorter and shorter while contending, then slow once the wait is patient.
+const STEPS: [(Duration, Duration); 4] = [
+    (Duration::from_millis(20), Duration::from_micros(1_000)),
+    (Duration::from_millis(200), Duration::from_micros(300)),
+    (PATIENT_AFTER, Duration::from_micros(100)),
+    (DEADLINE, Duration::from_millis(5)),
+];
 
 /// Installs the store's busy handler on `conn` (replacing SQLite's timeout-based one).
 ///
@@ -50,18 +58,19 @@ fn handler(deadline: Duration) -> impl FnMut(i32) -> bool + Send + 'static {
         if waited >= deadline {
             return false;
         }
-        std::thread::sleep(step(tries).min(deadline - waited));
+        std::thread::sleep(step(waited).min(deadline - waited));
         true
     }
 }
 
-/// The sleep before try `tries + 1`: doubling from [`FIRST_STEP`] up to [`MAX_STEP`], each
-/// scaled by a random factor in [0.5, 1) so that waiters spread out.
-fn step(tries: i32) -> Duration {
-    let doubled = FIRST_STEP.saturating_mul(1 << tries.clamp(0, 16));
-    doubled
-        .min(MAX_STEP)
-        .mul_f64(rand::thread_rng().gen_range(0.5..1.0))
+/// The sleep after a wait of `waited`: the [`STEPS`] entry for it, scaled by a random factor in
+/// [0.5, 1) so that waiters spread out.
+fn step(waited: Duration) -> Duration {
+    let base = STEPS
+        .iter()
+        .find(|(until, _)| waited < *until)
+        .map_or(STEPS[STEPS.len() - 1].1, |(_, sleep)| *sleep);
+    base.mul_f64(rand::thread_rng().gen_range(0.5..1.0))
 }
 
 #[cfg(test)]
@@ -69,14 +78,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn steps_grow_from_the_first_and_stay_under_the_cap() {
-        for tries in 0..64 {
-            let s = step(tries);
-            assert!(s <= MAX_STEP, "try {tries}: {s:?}");
-            assert!(s >= FIRST_STEP / 2, "try {tries}: {s:?}");
+    fn contending_waiters_poll_more_often_the_longer_they_wait_until_patient() {
+        let ms = Duration::from_millis;
+        let at = |w| (step(w), step(w));
+        let (fresh, old, oldest, patient) = (at(ms(0)), at(ms(50)), at(ms(500)), at(ms(3_000)));
+        for (lo, hi, s) in [
+            (ms(1) / 2, ms(1), fresh),
+            (ms(3) / 20, ms(3) / 10, old),
+            (ms(1) / 20, ms(1) / 10, oldest),
+            (ms(5) / 2, ms(5), patient),
+        ] {
+            for one in [s.0, s.1] {
+                assert!(lo <= one && one < hi, "{one:?} outside {lo:?}..{hi:?}");
+            }
         }
-        assert!(step(0) < FIRST_STEP);
-        assert!(step(40) >= MAX_STEP / 2);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 mod reliability_common;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -40,16 +41,16 @@ const OPS: [&str; 6] = [
 struct Tally {
     ops: u64,
     errors: Vec<String>,
-    latencies_us: Vec<u64>,
+    /// Latencies in microseconds, by operation kind (an index into [`OPS`]).
+    latencies_us: BTreeMap<usize, Vec<u64>>,
 }
 
-impl Tally {
-    fn percentile(&self, p: f64) -> Duration {
-        let mut l = self.latencies_us.clone();
-        l.sort_unstable();
-        let at = ((l.len() as f64 * p).ceil() as usize).clamp(1, l.len()) - 1;
-        Duration::from_micros(l[at])
-    }
+/// The `p` quantile of `latencies` (microseconds), nearest rank.
+fn percentile(latencies: &[u64], p: f64) -> Duration {
+    let mut l = latencies.to_vec();
+    l.sort_unstable();
+    let at = ((l.len() as f64 * p).ceil() as usize).clamp(1, l.len()) - 1;
+    Duration::from_micros(l[at])
 }
 
 /// Runs `PROCESSES` children for `length` on a fresh file and gathers what they report.
@@ -94,11 +95,14 @@ fn contend(length: Duration) -> Tally {
             match what {
                 "ops" => tally.ops += rest.parse::<u64>().unwrap(),
                 "error" => tally.errors.push(rest.to_owned()),
-                "lat" => tally.latencies_us.extend(
-                    rest.split(',')
-                        .filter(|s| !s.is_empty())
-                        .map(|s| s.parse::<u64>().unwrap()),
-                ),
+                "lat" => {
+                    let (kind, list) = rest.split_once(' ').unwrap();
+                    tally
+                        .latencies_us
+                        .entry(kind.parse().unwrap())
+                        .or_default()
+                        .extend(list.split(',').map(|s| s.parse::<u64>().unwrap()));
+                }
                 other => panic!("unknown result {other}"),
             }
         }
@@ -130,15 +134,26 @@ fn measure_contention() {
     }
     let secs = std::env::var("RELIABILITY_SECONDS").map_or(30, |s| s.parse().unwrap());
     let tally = contend(Duration::from_secs(secs));
+    let all: Vec<u64> = tally.latencies_us.values().flatten().copied().collect();
     println!(
         "{PROCESSES} processes, {secs} s: {} operations, {} failed ({:.4}%); latency p50 {:?}, p99 {:?}, worst {:?}",
         tally.ops,
         tally.errors.len(),
         tally.errors.len() as f64 * 100.0 / tally.ops.max(1) as f64,
-        tally.percentile(0.50),
-        tally.percentile(0.99),
-        tally.percentile(1.0),
+        percentile(&all, 0.50),
+        percentile(&all, 0.99),
+        percentile(&all, 1.0),
     );
+    for (kind, l) in &tally.latencies_us {
+        println!(
+            "  {:<30} {:>7} ops, p50 {:?}, p99 {:?}, worst {:?}",
+            OPS[*kind],
+            l.len(),
+            percentile(l, 0.50),
+            percentile(l, 0.99),
+            percentile(l, 1.0)
+        );
+    }
     for e in tally.errors.iter().take(10) {
         println!("  failure: {e}");
     }
@@ -166,7 +181,8 @@ fn contention_child() {
         std::thread::sleep(Duration::from_micros(200));
     }
     let owner = format!("worker-{index}");
-    let (mut ops, mut latencies) = (0u64, Vec::new());
+    let mut ops = 0u64;
+    let mut latencies: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     let end = Instant::now() + length;
     while Instant::now() < end {
         let started = Instant::now();
@@ -194,13 +210,17 @@ fn contention_child() {
             4 => store.session(ACCOUNT, own).map(drop),
             _ => Store::open(&path).map(|s| store = s),
         };
-        latencies.push(started.elapsed().as_micros() as u64);
+        latencies
+            .entry(kind)
+            .or_default()
+            .push(started.elapsed().as_micros().to_string());
         if let Err(e) = outcome {
             println!("RESULT error {} failed: {e}", OPS[kind as usize]);
         }
         ops += 1;
     }
     println!("RESULT ops {ops}");
-    let lat: Vec<String> = latencies.iter().map(u64::to_string).collect();
-    println!("RESULT lat {}", lat.join(","));
+    for (kind, l) in latencies {
+        println!("RESULT lat {kind} {}", l.join(","));
+    }
 }
