@@ -18,6 +18,8 @@ use seed_agents_store::schema::runs::{Kind, Origin};
 use seed_agents_store::Store;
 
 const PROCESSES: usize = 8;
+/// How long the suite's contention test runs.
+const SUITE_SECONDS: u64 = 5;
 const DB: &str = "RELIABILITY_CONTENTION_DB";
 const SESSIONS: &str = "RELIABILITY_CONTENTION_SESSIONS";
 const INDEX: &str = "RELIABILITY_CONTENTION_INDEX";
@@ -115,8 +117,13 @@ fn eight_processes_in_tight_mixed_loops_never_fail_an_operation() {
     if role().is_some() {
         return;
     }
-    let tally = contend(Duration::from_secs(3));
+    let tally = contend(Duration::from_secs(SUITE_SECONDS));
     assert!(tally.ops > 0, "the children did nothing");
+    println!(
+        "{PROCESSES} processes for {SUITE_SECONDS} s: {} operations, {} failed",
+        tally.ops,
+        tally.errors.len()
+    );
     assert!(
         tally.errors.is_empty(),
         "{} of {} operations failed under contention: {:?}",
