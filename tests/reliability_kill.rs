@@ -6,13 +6,17 @@
 //!   committed: afterwards `integrity_check` is ok, every acknowledged append is present with
 //!   its id, every session's seqs are contiguous, and a re-open succeeds.
 //!
-//! Each test prints its count ("N kills, M before completion"); a failure names the trial seed.
+//! Each test prints its counts; a failure names the trial and the moment of the kill.
+
+// `kill -9` and the exit status that reports it are Unix.
+#![cfg(unix)]
 
 mod old_versions;
 mod reliability_common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -34,6 +38,9 @@ const RUNS: usize = 12_000;
 /// Trigger firings in the old database (copied into claims by migration 26).
 const FIRINGS: usize = 3_000;
 const MIGRATION_KILLS: u64 = 40;
+
+/// The signal `Child::kill` sends.
+const SIGKILL: i32 = 9;
 
 const APPENDERS: usize = 4;
 const APPEND_ROUNDS: u64 = 10;
@@ -140,8 +147,15 @@ fn kill_9_during_a_migration_leaves_the_old_or_the_new_version_never_between() {
         let mut child = cli_open(&path);
         std::thread::sleep(delay);
         child.kill().unwrap_or_default();
-        child.wait().unwrap();
         let ctx = format!("trial {trial} (kill after {delay:?} of a {length:?} migration)");
+        let out = child.wait_with_output().unwrap();
+        // Either the kill landed, or the migration had already finished successfully.
+        assert!(
+            out.status.signal() == Some(SIGKILL) || out.status.success(),
+            "{ctx}: the CLI failed on its own ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
         // A non-empty rollback journal: the kill landed inside the migration's transaction.
         let journal = dir.path().join(format!("trial{trial}.sqlite-journal"));
         if std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0) {
@@ -277,7 +291,12 @@ fn kill_9_during_appends_by_several_processes_loses_no_acknowledged_append() {
             kills += 1;
         }
         for mut a in appenders {
-            a.child.wait().unwrap();
+            let status = a.child.wait().unwrap();
+            assert_eq!(
+                status.signal(),
+                Some(SIGKILL),
+                "round {round}: an appender stopped on its own ({status})"
+            );
             a.reader.join().unwrap();
             acknowledged.extend(a.acks.lock().unwrap().drain(..));
         }
