@@ -22,6 +22,7 @@
 
 pub mod accounts;
 pub mod agents;
+pub mod busy;
 pub mod cbor;
 pub mod clock;
 pub mod continuations;

@@ -13,15 +13,11 @@ use crate::{query, schema};
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The database path when neither `--db-path` nor `SEED_AGENTS_DB_PATH` is given.
 pub const DEFAULT_DB_PATH: &str = "data/agents.sqlite";
 /// The environment variable naming the database path.
 pub const DB_PATH_ENV: &str = "SEED_AGENTS_DB_PATH";
-
-/// How long a connection waits for another writer before `SQLITE_BUSY`.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// `ANALYZE` looks at about this many rows per index, so open stays fast on large files.
 const ANALYSIS_LIMIT: u32 = 400;
@@ -83,7 +79,7 @@ impl Store {
             })?;
         }
         let mut conn = Connection::open(&path)?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
+        crate::busy::install(&mut conn)?;
         conn.pragma_update(None, "foreign_keys", true)?;
         let state = gate::inspect(&conn).map_err(|reason| Error::Refused {
             path: path.clone(),

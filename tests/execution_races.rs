@@ -29,8 +29,7 @@ const SESSIONS: usize = 25;
 const SIGNAL_ROUNDS: usize = 40;
 const ROLE: &str = "EXEC_RACE_ROLE";
 
-/// The races run one at a time: on a small machine, several at once starve SQLite's busy
-/// handler past its timeout, which is a property of the machine, not of the store.
+/// The races run one at a time, so that a small machine runs at most eight racers at once.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -43,22 +42,6 @@ const DB: &str = "EXEC_RACE_DB";
 // ---------------------------------------------------------------------------------------------
 // The parts each racer plays, shared by threads and child processes.
 
-/// Runs `op` again while SQLite reports the database busy past its timeout, as a worker retries
-/// on its next tick. Eight writers in a tight loop on two cores can starve SQLite's sleeping
-/// busy handler; a busy error is never a wrong answer, so retrying keeps the race honest.
-fn retry_busy<T>(mut op: impl FnMut() -> seed_agents_store::Result<T>) -> T {
-    loop {
-        match op() {
-            Err(seed_agents_store::Error::Sqlite(rusqlite::Error::SqliteFailure(e, _)))
-                if e.code == rusqlite::ErrorCode::DatabaseBusy =>
-            {
-                eprintln!("busy past the timeout; retrying");
-            }
-            other => return other.unwrap(),
-        }
-    }
-}
-
 /// Claims until the queue is empty; every claimed run is finalized. Returns the claimed ids and
 /// the number of times a claim found another live agent run of its session.
 fn claimer(store: &mut Store, name: &str) -> (Vec<String>, usize) {
@@ -66,7 +49,7 @@ fn claimer(store: &mut Store, name: &str) -> (Vec<String>, usize) {
     let mut violations = 0;
     let mut idle_rounds = 0;
     loop {
-        match retry_busy(|| store.claim_next_run(name, ClaimLimits::default())) {
+        match store.claim_next_run(name, ClaimLimits::default()).unwrap() {
             Some(run) => {
                 idle_rounds = 0;
                 let claim = Claim::of(&run).expect("a claimed run carries its claim");
@@ -83,11 +66,11 @@ fn claimer(store: &mut Store, name: &str) -> (Vec<String>, usize) {
                     if live != 1 {
                         violations += 1;
                     }
-                    retry_busy(|| store.start_run(&claim));
+                    store.start_run(&claim).unwrap();
                 }
-                retry_busy(|| {
-                    store.finalize_run(&claim, RunOutcome::Succeeded(RunOutput::default()))
-                });
+                store
+                    .finalize_run(&claim, RunOutcome::Succeeded(RunOutput::default()))
+                    .unwrap();
                 claimed.push(run.id);
             }
             None => {
@@ -127,7 +110,7 @@ fn admitter(store: &mut Store, trigger_id: &str) -> bool {
         body_digest: None,
         matched: None,
     };
-    match retry_busy(|| store.admit_firing(&request)) {
+    match store.admit_firing(&request).unwrap() {
         Admission::Admitted(_) => true,
         Admission::Duplicate(Some(_)) => false,
         other => panic!("{other:?}"),
@@ -140,14 +123,15 @@ fn signal_racer(store: &mut Store, part: &str, runs: &[String]) -> usize {
     for run in runs {
         match part {
             "signal" => {
-                if let SignalOutcome::Delivered(_) = retry_busy(|| {
-                    store.deliver_signal(A, Some(run), DeliverySource::Signal, "go", None)
-                }) {
+                if let SignalOutcome::Delivered(_) = store
+                    .deliver_signal(A, Some(run), DeliverySource::Signal, "go", None)
+                    .unwrap()
+                {
                     resolved += 1;
                 }
             }
-            "timeout" => resolved += retry_busy(|| store.sweep_wait_timeouts()).len(),
-            "cancel" => resolved += retry_busy(|| store.cancel_run_tree(A, run)).canceled.len(),
+            "timeout" => resolved += store.sweep_wait_timeouts().unwrap().len(),
+            "cancel" => resolved += store.cancel_run_tree(A, run).unwrap().canceled.len(),
             other => panic!("unknown part {other}"),
         }
     }

@@ -7,15 +7,15 @@
 //! the version stamp as TEXT), never through the store, so the store's migration path is what is
 //! under test.
 
+mod old_versions;
+
+use old_versions::{build_at, VERSION_KEY};
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection};
 use seed_agents_store::schema::{MIGRATIONS, SCHEMA_SQL, SCHEMA_VERSION};
 use seed_agents_store::{Outcome, Store};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-/// The `server_config` key holding the schema version.
-const VERSION_KEY: &str = "schema_migration_version";
 
 /// The newest version this suite was written for; the per-version tests below cover 0..LATEST.
 const LATEST: u32 = 29;
@@ -38,26 +38,6 @@ type Snapshot = BTreeMap<String, Vec<Row>>;
 
 // ---------------------------------------------------------------------------------------------
 // Building databases at a version
-
-/// Creates `path` at version `k` with rusqlite only: genesis, migrations 1..=k, the TEXT stamp.
-fn build_at(path: &Path, k: u32) -> Connection {
-    let conn = Connection::open(path).unwrap();
-    conn.pragma_update(None, "foreign_keys", true).unwrap();
-    assert_eq!(MIGRATIONS[0].version, 0, "MIGRATIONS[0] is genesis");
-    conn.execute_batch(MIGRATIONS[0].sql)
-        .unwrap_or_else(|e| panic!("{}: {e}", MIGRATIONS[0].name));
-    for (i, m) in MIGRATIONS[1..=k as usize].iter().enumerate() {
-        assert_eq!(m.version as usize, i + 1, "{} is out of order", m.name);
-        conn.execute_batch(m.sql)
-            .unwrap_or_else(|e| panic!("{}: {e}", m.name));
-    }
-    conn.execute(
-        "INSERT INTO server_config (key, value) VALUES (?1, ?2)",
-        params![VERSION_KEY, k.to_string()],
-    )
-    .unwrap();
-    conn
-}
 
 /// Opens `path` with the store and asserts what opening did.
 fn open_expecting(path: &Path, expected: Outcome) -> Store {

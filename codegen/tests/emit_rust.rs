@@ -249,7 +249,7 @@ fn workspace_schema_items() {
     assert!(fields.contains(&"public_read:bool".to_string()));
     assert!(fields.contains(&"activity_at:Option<i64>".to_string()));
     assert!(fields.contains(
-        &"definition_cbor:crate::__private::Cbor<crate::__private::AgentDefinition>".to_string()
+        &"definition_cbor:crate::__private::Cbor<crate::__private::payload::AgentDefinition>".to_string()
     ));
 
     // sessions: a nullable enum, scoped list helper.
@@ -405,7 +405,7 @@ fn fixture_fragments() {
         "pub kind: Kind,",
         "pub enabled: bool,",
         "pub pinned: Option<bool>,",
-        "pub body_cbor: Option<crate::rt::Cbor<crate::rt::Payload>>,",
+        "pub body_cbor: Option<crate::rt::Cbor<crate::rt::payload::Payload>>,",
         "pub r#type: String,",
         "pub weight: Option<f64>,",
         "pub created_at: i64,",
