@@ -12,6 +12,7 @@
 pub mod annotations;
 #[cfg(feature = "emit")]
 mod builder;
+pub mod coverage;
 pub mod diff;
 #[cfg(feature = "emit")]
 pub mod emit;

@@ -226,7 +226,7 @@ fn indexes_section(s: &mut String, project: &Project, table: &Table) {
             .tables
             .get(&table.name)
             .and_then(|t| t.indexes.get(iname))
-            .map(|d| inline(d))
+            .map(|d| inline(&d.doc))
             .unwrap_or_default();
         row(
             s,
