@@ -76,7 +76,7 @@ pub enum Error {
     },
     /// schema.sql leaves tables, columns or indexes without a doc comment, and the build is strict
     /// about it (see [`coverage::strict_from_env`](crate::coverage::strict_from_env)).
-    #[error("{count} objects of schema.sql have no doc comment, and {why} makes that an error; write a comment directly above each (or at the end of its line):\n{report}")]
+    #[error("schema.sql: {count} undocumented table(s), column(s) or index(es), and {why} makes that an error; write a comment directly above each (or at the end of its line):\n{report}")]
     Undocumented {
         /// How many objects lack one.
         count: usize,

@@ -128,7 +128,7 @@ fn when_strict_undocumented_objects_fail_the_build_and_nothing_is_written() {
     assert_eq!(*count, 3);
     let msg = err.to_string();
     for part in [
-        "3 objects of schema.sql have no doc comment",
+        "schema.sql: 3 undocumented table(s), column(s) or index(es)",
         "Builder::strict_docs(true)",
         "schema.sql:6: column things.created_at",
         "schema.sql:8: column things.colour",
