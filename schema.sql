@@ -643,10 +643,11 @@ CREATE TABLE trigger_firings (
     context_cbor BLOB,
     -- A webhook body's digest, so a reused Idempotency-Key with a different body is refused.
     body_digest TEXT,
-    -- Where the firing is: created, started, then succeeded, failed or skipped.
+    -- The firing's state: created at admission, started, then succeeded or failed; skipped for a
+    -- firing admitted but not acted on.
     -- @enum(created, started, succeeded, failed, skipped)
     status TEXT NOT NULL,
-    -- The firing's error message, if any.
+    -- Why the firing failed or was skipped, when that was recorded.
     error TEXT,
     -- When the firing was admitted.
     -- @timestamp
