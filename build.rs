@@ -1,5 +1,7 @@
 //! Checks schema.sql against genesis + migrations in SQLite and generates the typed schema module
-//! into `OUT_DIR`. Any drift fails the build with a report naming the object and the migration.
+//! into `OUT_DIR`. Any drift fails the build with a report naming the object and the migration; an
+//! undocumented table, column or index is a warning, or an error in CI (see the README's "Adding a
+//! migration").
 
 fn main() {
     let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");

@@ -39,7 +39,16 @@ pub struct TableDoc {
     /// Columns by name.
     pub columns: BTreeMap<String, ColumnDoc>,
     /// Index docs by index name.
-    pub indexes: BTreeMap<String, String>,
+    pub indexes: BTreeMap<String, IndexDoc>,
+}
+
+/// One index's doc comment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexDoc {
+    /// The comment text.
+    pub doc: String,
+    /// 1-based line of `CREATE INDEX`.
+    pub line: usize,
 }
 
 /// One column's doc comment and annotation.
@@ -189,9 +198,16 @@ impl Parser<'_> {
                     let taken = std::mem::take(&mut deferred);
                     self.attach(Some(t.clone()), &taken)?;
                     stmt_target = Some(t);
-                    if let Some(Target::Table(name)) = &stmt_target {
-                        let line = stmt[0].line;
-                        self.out.tables.entry(name.clone()).or_default().line = line;
+                    let line = stmt[0].line;
+                    match &stmt_target {
+                        Some(Target::Table(name)) => {
+                            self.out.tables.entry(name.clone()).or_default().line = line;
+                        }
+                        Some(Target::Index(table, index)) => {
+                            let t = self.out.tables.entry(table.clone()).or_default();
+                            t.indexes.entry(index.clone()).or_default().line = line;
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -336,7 +352,7 @@ impl Parser<'_> {
                     return Err(misplaced(&format!("on index {index}"), a));
                 }
                 let t = self.out.tables.entry(table).or_default();
-                append(t.indexes.entry(index).or_default(), &doc);
+                append(&mut t.indexes.entry(index).or_default().doc, &doc);
             }
             Some(Target::Constraint(table)) => {
                 if let Some(a) = annots.first() {

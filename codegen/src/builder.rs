@@ -1,6 +1,8 @@
-//! The `build.rs` entry point: load and check the project, then write generated code to
-//! `OUT_DIR`, touching the file only when its bytes change.
+//! The `build.rs` entry point: load and check the project, report undocumented schema objects
+//! (warnings, or an error when strict), then write generated code to `OUT_DIR`, touching the file
+//! only when its bytes change.
 
+use crate::coverage::{self, CI_ENV, STRICT_DOCS_ENV};
 use crate::emit;
 use crate::error::{Error, Result};
 use crate::project::Project;
@@ -27,6 +29,7 @@ pub struct Builder {
     runtime: String,
     writes: emit::rust::WriteHelpers,
     emit_cargo_directives: bool,
+    strict_docs: Option<bool>,
 }
 
 /// What one run produced.
@@ -49,6 +52,7 @@ impl Builder {
             runtime: "crate::__private".into(),
             writes: emit::rust::WriteHelpers::Public,
             emit_cargo_directives: true,
+            strict_docs: None,
         }
     }
 
@@ -79,10 +83,20 @@ impl Builder {
         self
     }
 
-    /// Loads and checks the project, then writes `schema.rs`.
+    /// Whether a table, column or index of schema.sql without a doc comment fails the run (true)
+    /// or is a warning (false). Default: decided by the environment, see
+    /// [`coverage::strict_from_env`] (`SEED_AGENTS_STRICT_DOCS`, else `CI=true`).
+    pub fn strict_docs(mut self, strict: bool) -> Self {
+        self.strict_docs = Some(strict);
+        self
+    }
+
+    /// Loads and checks the project, then writes `schema.rs`. Undocumented objects become
+    /// warnings in [`Output::project`] (printed as `cargo:warning`), or an error when strict.
     ///
     /// # Errors
-    /// Every check of [`Project::load`], plus I/O errors writing the output.
+    /// Every check of [`Project::load`], [`Error::Undocumented`] when strict, [`Error::Env`] for
+    /// an unreadable `SEED_AGENTS_STRICT_DOCS`, plus I/O errors writing the output.
     pub fn run(&self) -> Result<Output> {
         if self.emit_cargo_directives {
             // Printed before loading so a failed build still reruns when an input is fixed.
@@ -93,8 +107,13 @@ impl Builder {
             ] {
                 println!("cargo:rerun-if-changed={}", p.display());
             }
+            if self.strict_docs.is_none() {
+                println!("cargo:rerun-if-env-changed={STRICT_DOCS_ENV}");
+                println!("cargo:rerun-if-env-changed={CI_ENV}");
+            }
         }
-        let project = Project::load(&self.root)?;
+        let mut project = Project::load(&self.root)?;
+        self.check_docs(&mut project)?;
         if self.emit_cargo_directives {
             for p in project.inputs() {
                 println!("cargo:rerun-if-changed={}", p.display());
@@ -134,5 +153,34 @@ impl Builder {
             path,
             changed,
         })
+    }
+
+    /// Adds one warning per undocumented object to `project`, or fails when strict.
+    fn check_docs(&self, project: &mut Project) -> Result<()> {
+        let gaps = coverage::gaps(&project.fresh, &project.annotations);
+        if gaps.is_empty() {
+            return Ok(());
+        }
+        let path = project.schema_path.display().to_string();
+        let lines = gaps.iter().map(|g| format!("{path}:{}: {g}", g.line));
+        let strict = match self.strict_docs {
+            Some(true) => Some("Builder::strict_docs(true)".to_string()),
+            Some(false) => None,
+            None => coverage::strict_from_env(|k| std::env::var(k).ok())?,
+        };
+        match strict {
+            Some(why) => Err(Error::Undocumented {
+                count: gaps.len(),
+                why,
+                report: lines
+                    .map(|l| format!("  {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            }),
+            None => {
+                project.warnings.extend(lines);
+                Ok(())
+            }
+        }
     }
 }

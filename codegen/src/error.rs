@@ -83,6 +83,27 @@ pub enum Error {
         /// What is wrong and what to do.
         message: String,
     },
+    /// schema.sql leaves tables, columns or indexes without a doc comment, and the build is strict
+    /// about it (see [`coverage::strict_from_env`](crate::coverage::strict_from_env)).
+    #[error("schema.sql: {count} undocumented table(s), column(s) or index(es), and {why} makes that an error; write a comment directly above each (or at the end of its line):\n{report}")]
+    Undocumented {
+        /// How many objects lack one.
+        count: usize,
+        /// What made the build strict (the variable and its value).
+        why: String,
+        /// One `schema.sql:LINE: what` line per object.
+        report: String,
+    },
+    /// An environment variable the build reads holds a value it does not understand.
+    #[error("environment variable {name}={value:?} is not understood: expected {expected}")]
+    Env {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// What it may hold.
+        expected: &'static str,
+    },
     /// SQLite failed while introspecting a replayed database.
     #[error("introspecting {what}: {source}")]
     Introspect {

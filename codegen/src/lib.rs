@@ -4,7 +4,8 @@
 //! introspects the results into one normalized [`Schema`] model, and refuses any difference
 //! between a fresh install and a migrated database. From the same model the `emit` feature
 //! renders typed Rust ([`emit::rust`]) and per-table Markdown ([`emit::docs`]); [`Builder`] is the
-//! entry point of the store's `build.rs`.
+//! entry point of the store's `build.rs`, and reports every table, column or index that
+//! [`coverage`] finds undocumented (a warning, or an error in CI).
 //!
 //! The runtime uses the model side only ([`introspect()`], [`diff()`], [`Schema::fingerprint`]) to
 //! verify a database file against the version it claims.
@@ -12,6 +13,7 @@
 pub mod annotations;
 #[cfg(feature = "emit")]
 mod builder;
+pub mod coverage;
 pub mod diff;
 #[cfg(feature = "emit")]
 pub mod emit;

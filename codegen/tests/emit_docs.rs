@@ -1,5 +1,6 @@
 //! The Markdown docs emitter against the real schema.sql and migrations/.
 
+use seed_agents_codegen::annotations::ColumnKind;
 use seed_agents_codegen::emit::docs;
 use seed_agents_codegen::Project;
 use std::collections::BTreeMap;
@@ -224,8 +225,98 @@ fn sessions_shows_annotations_and_defaults() {
     assert_eq!(c[4], "`@enum(system, agent, user)`");
     assert!(page.contains("`@enum(system, agent, user)`"));
     let plan = cells(table_row(page, "plan_cbor"));
-    assert_eq!(plan[4], "`@cbor(RunPlan)`");
+    assert_eq!(
+        plan[4],
+        "[`@cbor(RunPlan)`](https://docs.rs/seed-agents-store/latest/seed_agents_store/payload/?search=RunPlan)"
+    );
     assert_eq!(plan[1], "`BLOB`");
+}
+
+#[test]
+fn every_cbor_annotation_links_to_its_payload_type() {
+    let mut seen = 0;
+    for (table, doc) in &project().annotations.tables {
+        let page = page(&format!("{table}.md"));
+        for (column, c) in &doc.columns {
+            let cell = &cells(table_row(page, column))[4];
+            match &c.kind {
+                Some(ColumnKind::Cbor(ty)) => {
+                    seen += 1;
+                    assert_eq!(
+                        *cell,
+                        format!("[`@cbor({ty})`]({}?search={ty})", docs::PAYLOAD_DOCS),
+                        "{table}.{column}"
+                    );
+                }
+                // Other annotations stay plain code spans.
+                Some(kind) => assert_eq!(*cell, format!("`{}`", kind.describe())),
+                None => assert_eq!(*cell, "", "{table}.{column}"),
+            }
+        }
+    }
+    let cbor_columns = project()
+        .fresh
+        .tables
+        .values()
+        .flat_map(|t| t.columns.keys())
+        .filter(|c| c.ends_with("_cbor"))
+        .count();
+    assert_eq!(seen, cbor_columns, "every *_cbor column is linked");
+}
+
+/// The legend lines of `page`: the `## Annotations` section.
+fn legend(page: &str) -> Vec<&str> {
+    section(page, "Annotations")
+}
+
+#[test]
+fn each_table_page_explains_exactly_the_annotations_it_uses() {
+    let marker = |kind: &ColumnKind| match kind {
+        ColumnKind::Timestamp => {
+            "- `@timestamp`: an `INTEGER` of milliseconds since the Unix epoch."
+        }
+        ColumnKind::Bool => "- `@bool`: an `INTEGER` holding 0 (false) or 1 (true).",
+        ColumnKind::Enum(_) => {
+            "- `@enum(..)`: `TEXT` holding one of the listed values, a closed set."
+        }
+        ColumnKind::Cbor(_) => "- `@cbor(T)`: a `BLOB` holding the canonical DAG-CBOR encoding",
+    };
+    let all = [
+        ColumnKind::Timestamp,
+        ColumnKind::Bool,
+        ColumnKind::Enum(vec![]),
+        ColumnKind::Cbor(String::new()),
+    ];
+    for table in project().fresh.tables.keys() {
+        let page = page(&format!("{table}.md"));
+        let lines = legend(page);
+        let used: Vec<&ColumnKind> = project().annotations.tables[table]
+            .columns
+            .values()
+            .filter_map(|c| c.kind.as_ref())
+            .collect();
+        for kind in &all {
+            let is_used = used
+                .iter()
+                .any(|u| std::mem::discriminant(*u) == std::mem::discriminant(kind));
+            let listed = lines.iter().any(|l| l.starts_with(marker(kind)));
+            assert_eq!(is_used, listed, "{table}: {} in {lines:?}", kind.describe());
+        }
+    }
+    // A page with no annotation has no legend at all; one with every kind lists all four, in
+    // the fixed order.
+    assert!(!page("server_config.md").contains("## Annotations"));
+    let agents = legend(page("agents.md"));
+    assert_eq!(agents.len(), 4, "{agents:?}");
+    assert!(agents[0].starts_with("- `@timestamp`") && agents[3].starts_with("- `@cbor(T)`"));
+    assert!(agents[3].ends_with("the annotation links to `T`'s documentation."));
+}
+
+#[test]
+fn the_index_page_explains_every_annotation() {
+    let lines = legend(page("README.md"));
+    let names: Vec<&str> = lines.iter().map(|l| l.split('`').nth(1).unwrap()).collect();
+    assert_eq!(names, ["@timestamp", "@bool", "@enum(..)", "@cbor(T)"]);
 }
 
 #[test]

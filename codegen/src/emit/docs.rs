@@ -5,12 +5,20 @@
 //! (`../../migrations/NNNN_slug.sql`). The output is a pure function of the project: no timestamps,
 //! every collection walked in a fixed order, every page ending in exactly one newline and no line
 //! ending in a space.
+//!
+//! Every page explains the annotations it uses in a legend, and every `@cbor(T)` links to the
+//! documentation of `T` (see [`payload_link`]).
+
+mod legend;
 
 use crate::model::{ForeignKey, Table};
 use crate::project::Touch;
 use crate::Project;
+use legend::{annotation_cell, legend, Legend};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+
+pub use legend::{payload_link, PAYLOAD_DOCS};
 
 /// The file name of the index page.
 pub const INDEX_PAGE: &str = "README.md";
@@ -61,6 +69,7 @@ fn index_page(project: &Project) -> String {
         s.push_str(&line);
         s.push('\n');
     }
+    legend(&mut s, None);
     s
 }
 
@@ -142,8 +151,12 @@ fn columns_section(s: &mut String, project: &Project, table: &Table) {
     if columns.len() != table.columns.len() {
         columns = table.columns.values().collect();
     }
+    let mut used = Vec::new();
     for col in columns {
         let doc = project.annotations.column(&table.name, &col.name);
+        if let Some(kind) = doc.and_then(|d| d.kind.as_ref()) {
+            used.push(Legend::from(kind));
+        }
         let touch = project
             .provenance
             .columns
@@ -168,7 +181,7 @@ fn columns_section(s: &mut String, project: &Project, table: &Table) {
                 if col.not_null { "NOT NULL" } else { "NULL" },
                 &col.default.as_deref().map(code).unwrap_or_default(),
                 &doc.and_then(|d| d.kind.as_ref())
-                    .map(|k| code(&k.describe()))
+                    .map(annotation_cell)
                     .unwrap_or_default(),
                 &introduced,
                 &changed,
@@ -176,6 +189,7 @@ fn columns_section(s: &mut String, project: &Project, table: &Table) {
             ],
         );
     }
+    legend(s, Some(&used));
 }
 
 fn keys_section(s: &mut String, table: &Table) {
@@ -226,7 +240,7 @@ fn indexes_section(s: &mut String, project: &Project, table: &Table) {
             .tables
             .get(&table.name)
             .and_then(|t| t.indexes.get(iname))
-            .map(|d| inline(d))
+            .map(|d| inline(&d.doc))
             .unwrap_or_default();
         row(
             s,
