@@ -27,7 +27,8 @@ fn fixture(schema: &str) -> tempfile::TempDir {
     fs::write(
         dir.path().join("migrations").join("migrations.lock"),
         seed_agents_codegen::lock::render(
-            &seed_agents_codegen::project::read_migrations(&dir.path().join("migrations")).unwrap(),
+            &seed_agents_codegen::migration::read_migrations(&dir.path().join("migrations"))
+                .unwrap(),
         ),
     )
     .unwrap();
