@@ -1,6 +1,7 @@
 //! `Store::open` of a current database holding 100k runs and 1M session events (target: under
-//! 50 ms), and the build-time work of codegen: replay of every version plus generation (target:
-//! under 1 s).
+//! 50 ms), what the checks open does and does not run cost there (the size check on every open;
+//! `quick_check`, run before a migration; the whole `check` command), and the build-time work of
+//! codegen: replay of every version plus generation (target: under 1 s).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use rusqlite::params;
@@ -99,6 +100,42 @@ fn open(c: &mut Criterion) {
                 store.outcome(),
                 seed_agents_store::Outcome::Current { .. }
             ));
+        })
+    });
+    g.bench_function("read_only_current_100k_runs_1m_events", |b| {
+        b.iter(|| Store::open_read_only(&path).unwrap())
+    });
+    // What open's size check adds: two stats and two pragmas on an open connection.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    g.bench_function("size_check", |b| {
+        b.iter(|| {
+            let wal = std::fs::metadata(path.with_extension("sqlite-wal")).map_or(0, |m| m.len());
+            let len = std::fs::metadata(&path).unwrap().len();
+            let size: i64 = conn
+                .query_row("PRAGMA page_size", [], |r| r.get(0))
+                .unwrap();
+            let count: i64 = conn
+                .query_row("PRAGMA page_count", [], |r| r.get(0))
+                .unwrap();
+            assert!(wal > 0 || count * size <= len as i64);
+        })
+    });
+    g.finish();
+    let mut g = c.benchmark_group("checks");
+    g.sample_size(10).measurement_time(Duration::from_secs(20));
+    g.bench_function("quick_check_100k_runs_1m_events", |b| {
+        b.iter(|| {
+            let ok: String = conn
+                .query_row("PRAGMA quick_check", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(ok, "ok");
+        })
+    });
+    g.bench_function("check_command_100k_runs_1m_events", |b| {
+        b.iter(|| {
+            assert!(seed_agents_store::integrity::check(&path)
+                .unwrap()
+                .is_clean())
         })
     });
     g.finish();

@@ -1,14 +1,18 @@
 //! The store's one error type. Every variant carries what a person needs to act: the database
 //! path, the versions involved, the table and column, or SQLite's own error.
+//!
+//! Invariant: trouble in the environment (a lock, a full disk, a read-only medium, a permission,
+//! an I/O error) is never a [`Refusal`] and never comes with advice to delete anything: only a
+//! file the gate has judged gets a refusal, each with advice that fits it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Everything that can go wrong in the store.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The schema gate refused the file; it was left exactly as it was.
-    #[error("refusing to open {}: {reason}\nTo start from a fresh database, delete the database files (rm {}*) and restart.", path.display(), path.display())]
+    #[error("refusing to open {}: {reason}\n{}", path.display(), reason.advice(path))]
     Refused {
         /// The database file.
         path: PathBuf,
@@ -16,7 +20,7 @@ pub enum Error {
         reason: Refusal,
     },
     /// A migration failed; the whole batch was rolled back and the file is unchanged.
-    #[error("migrating {} from version {from} to {to} failed in {migration}: {source}. The batch was rolled back and the database is still at version {from}; delete the database files (rm {}*) to start fresh", path.display(), path.display())]
+    #[error("migrating {} from version {from} to {to} failed in {migration}: {source}. The batch was rolled back and the database is still at version {from}; it was not changed", path.display())]
     Migration {
         /// The database file.
         path: PathBuf,
@@ -29,6 +33,75 @@ pub enum Error {
         /// What failed (SQLite's error, as a rule).
         source: Box<Error>,
     },
+    /// Opening committed (a fresh install or a migration) and then failed while configuring the
+    /// connection: the database is already at `version`.
+    #[error("{} is already at version {version} (the {what} committed), but configuring it afterwards failed: {source}", path.display())]
+    AfterCommit {
+        /// The database file.
+        path: PathBuf,
+        /// What committed: `fresh install` or `migration from version N`.
+        what: String,
+        /// The version the file is at now.
+        version: u32,
+        /// What failed.
+        source: Box<Error>,
+    },
+    /// Another connection holds the database's lock past the busy timeout.
+    #[error("{} is busy: another connection holds its lock ({detail}); nothing is wrong with the file, try again", path.display())]
+    Busy {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's message.
+        detail: String,
+    },
+    /// The disk holding the database is full.
+    #[error("the disk holding {} is full ({detail}); free some space and try again", path.display())]
+    DiskFull {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's or the system's message.
+        detail: String,
+    },
+    /// The database cannot be written: the store was opened read-only, or the file, its
+    /// directory or its file system is read-only.
+    #[error("{} cannot be written: {detail}", path.display())]
+    ReadOnly {
+        /// The database file.
+        path: PathBuf,
+        /// Why, e.g. `the store was opened read-only` or `Read-only file system (os error 30)`.
+        detail: String,
+    },
+    /// The operating system denied access to the database file or its directory.
+    #[error("permission denied on {}: {detail}", path.display())]
+    PermissionDenied {
+        /// The file or directory.
+        path: PathBuf,
+        /// The system's or SQLite's message.
+        detail: String,
+    },
+    /// Reading or writing the database file failed at the I/O level.
+    #[error("I/O error on {}: {detail}", path.display())]
+    DiskIo {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's or the system's message.
+        detail: String,
+    },
+    /// The path cannot name a database file: it is a directory, or lies under a regular file.
+    #[error("{} cannot be a database file: {reason}", path.display())]
+    NotAFilePath {
+        /// The path given.
+        path: PathBuf,
+        /// Why, e.g. `it is a directory`.
+        reason: String,
+    },
+    /// A rollback journal left by an interrupted write must be rolled back before the file can be
+    /// read, and a read-only look cannot do that.
+    #[error("{} has a hot journal ({}-journal) left by an interrupted write; the next read-write open rolls it back, a read-only look cannot", path.display(), path.display())]
+    HotJournal {
+        /// The database file.
+        path: PathBuf,
+    },
     /// A file-system operation failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -39,7 +112,7 @@ pub enum Error {
     },
     /// SQLite failed.
     #[error(transparent)]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
     /// An enum column holds a value outside its annotated set.
     #[error("{table}.{column} holds {value:?}, which is not one of the values schema.sql declares for it")]
     UnknownEnumValue {
@@ -209,6 +282,12 @@ pub enum Refusal {
         /// This binary's version.
         supported: u32,
     },
+    /// SQLite finds the file damaged: a failed `quick_check`, a corrupt page, or a file cut short.
+    #[error("it is damaged: {detail}")]
+    Corrupt {
+        /// What was found.
+        detail: String,
+    },
     /// The structure is not the one of the version the file claims.
     #[error("it claims schema version {version} (this binary is at version {supported}), but its structure differs from version {version}:\n{diff}")]
     StructureMismatch {
@@ -221,5 +300,264 @@ pub enum Refusal {
     },
 }
 
+impl Refusal {
+    /// What a person should do about a file refused for this reason, naming `path`. Only a file
+    /// that is not what this store wrote is ever suggested to be moved aside; no advice deletes a
+    /// database that might be fine.
+    pub fn advice(&self, path: &Path) -> String {
+        let p = path.display();
+        match self {
+            Refusal::NotADatabase { .. } => format!(
+                "Check --db-path and $SEED_AGENTS_DB_PATH for a mistyped path first: {p} is not the database. \
+                 If it is the right path and its content is not needed, move it aside (mv {p} {p}.bad) and open again to start fresh."
+            ),
+            Refusal::NoServerConfig { .. }
+            | Refusal::LegacyVersionKey { .. }
+            | Refusal::MissingVersion { .. }
+            | Refusal::UnparseableVersion { .. } => format!(
+                "Check --db-path for a mistyped path first: this file was not written by a version of the server this binary can upgrade. \
+                 To start fresh, move {p} and its -wal/-shm files aside and open again."
+            ),
+            Refusal::VersionAhead { .. } => {
+                "This binary is older than the database: upgrade the binary. The file is fine; do not delete it.".to_string()
+            }
+            Refusal::Corrupt { .. } => format!(
+                "Restore {p} from a backup, or salvage it with `sqlite3 {p} .recover`; `seed-agents-db check` lists what is damaged. The file was left as it was."
+            ),
+            Refusal::StructureMismatch { .. } => format!(
+                "Its tables were changed outside the migrations: restore {p} from a backup, or repair the structure listed above. The file was left as it was."
+            ),
+        }
+    }
+}
+
+/// What kind of failure an [`Error`] is, for callers that map errors to responses or exit codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A row the operation needs does not exist.
+    NotFound,
+    /// An argument or a stored value is not acceptable.
+    Invalid,
+    /// The operation conflicts with what is stored or with who holds it.
+    Conflict,
+    /// Another connection holds the lock: retrying may succeed.
+    Busy,
+    /// The schema gate refused the file (it was left unchanged).
+    Refused,
+    /// The environment failed: a full disk, a read-only medium, a permission, an I/O error, a
+    /// path that cannot hold a file. The data is not at fault.
+    Storage,
+    /// Anything else: a bug, or SQLite failing in a way the store does not classify.
+    Internal,
+}
+
+impl Error {
+    /// The kind of this failure.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Refused { .. } => ErrorKind::Refused,
+            Error::Busy { .. } => ErrorKind::Busy,
+            Error::DiskFull { .. }
+            | Error::ReadOnly { .. }
+            | Error::PermissionDenied { .. }
+            | Error::DiskIo { .. }
+            | Error::NotAFilePath { .. }
+            | Error::HotJournal { .. }
+            | Error::Io { .. }
+            | Error::StateDirNotRemoved { .. } => ErrorKind::Storage,
+            Error::Migration { source, .. } | Error::AfterCommit { source, .. } => source.kind(),
+            Error::Sqlite(e) => match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                    ErrorKind::Busy
+                }
+                _ => ErrorKind::Internal,
+            },
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::Invalid { .. }
+            | Error::UnknownEnumValue { .. }
+            | Error::InvalidBool { .. }
+            | Error::SecretTooShort { .. }
+            | Error::SecretTagMismatch
+            | Error::NoSecretKey
+            | Error::SecretKeyMalformed { .. }
+            | Error::Cbor(_) => ErrorKind::Invalid,
+            Error::Conflict { .. }
+            | Error::LeaseLost { .. }
+            | Error::JournalCap { .. }
+            | Error::ToolNotDeletable { .. } => ErrorKind::Conflict,
+            Error::NoRows { .. } => ErrorKind::Internal,
+        }
+    }
+
+    /// Classifies an unclassified SQLite error ([`Error::Sqlite`]) as [`Error::from_sqlite`]
+    /// does; any other error is returned as it is.
+    pub fn at(self, path: &Path) -> Error {
+        match self {
+            Error::Sqlite(e) => Error::from_sqlite(e, path),
+            e => e,
+        }
+    }
+
+    /// Classifies SQLite's error `e` on the database `path`: environment trouble becomes its
+    /// typed variant naming the path; anything else stays [`Error::Sqlite`].
+    pub fn from_sqlite(e: rusqlite::Error, path: &Path) -> Error {
+        use rusqlite::ErrorCode as C;
+        let Some(code) = e.sqlite_error_code() else {
+            return Error::Sqlite(e);
+        };
+        let path = path.to_path_buf();
+        if matches!(&e, rusqlite::Error::SqliteFailure(f, _)
+            if f.extended_code == rusqlite::ffi::SQLITE_READONLY_ROLLBACK)
+        {
+            return Error::HotJournal { path };
+        }
+        let detail = e.to_string();
+        match code {
+            C::DatabaseBusy | C::DatabaseLocked => Error::Busy { path, detail },
+            C::DiskFull => Error::DiskFull { path, detail },
+            C::ReadOnly => Error::ReadOnly { path, detail },
+            C::PermissionDenied => Error::PermissionDenied { path, detail },
+            C::SystemIoFailure | C::CannotOpen => Error::DiskIo {
+                path,
+                // The extended code tells a read from a write, a lock, a fsync...
+                detail: match &e {
+                    rusqlite::Error::SqliteFailure(f, _) => {
+                        format!("{detail} (SQLite code {})", f.extended_code)
+                    }
+                    _ => detail,
+                },
+            },
+            _ => Error::Sqlite(e),
+        }
+    }
+
+    /// Classifies the file-system error `e` on `path` the same way.
+    pub fn from_io(e: std::io::Error, path: &Path) -> Error {
+        use std::io::ErrorKind as K;
+        let path = path.to_path_buf();
+        let detail = e.to_string();
+        match e.kind() {
+            K::PermissionDenied => Error::PermissionDenied { path, detail },
+            K::ReadOnlyFilesystem => Error::ReadOnly { path, detail },
+            K::StorageFull | K::QuotaExceeded => Error::DiskFull { path, detail },
+            K::IsADirectory => Error::NotAFilePath {
+                path,
+                reason: "it is a directory".into(),
+            },
+            _ => Error::Io { path, source: e },
+        }
+    }
+}
+
+std::thread_local! {
+    /// The database path of the store whose connection this thread last took, and whether that
+    /// store is read-only (set by `Store::conn` and `Store::conn_mut`). Domain operations return
+    /// SQLite's errors through `?`, which knows no path; this lets a read-only, full or failing
+    /// medium still be reported with the path it concerns.
+    static STORE_PATH: std::cell::RefCell<Option<(std::sync::Arc<Path>, bool)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Records `path` as the database this thread is working on (see [`STORE_PATH`]).
+pub(crate) fn working_on(path: &std::sync::Arc<Path>, read_only: bool) {
+    STORE_PATH.with_borrow_mut(|current| {
+        let same = current
+            .as_ref()
+            .is_some_and(|(c, ro)| std::sync::Arc::ptr_eq(c, path) && *ro == read_only);
+        if !same {
+            *current = Some((path.clone(), read_only));
+        }
+    });
+}
+
+impl From<rusqlite::Error> for Error {
+    /// A read-only, full or failing medium becomes its typed variant naming the database this
+    /// thread works on; busy is left to the caller's retry policy, everything else is
+    /// [`Error::Sqlite`].
+    fn from(e: rusqlite::Error) -> Error {
+        use rusqlite::ErrorCode as C;
+        let code = e.sqlite_error_code();
+        let storage = matches!(
+            code,
+            Some(C::ReadOnly | C::DiskFull | C::SystemIoFailure | C::PermissionDenied)
+        );
+        let hot = matches!(&e, rusqlite::Error::SqliteFailure(f, _)
+            if f.extended_code == rusqlite::ffi::SQLITE_READONLY_ROLLBACK);
+        match STORE_PATH.with_borrow(|p| p.clone()) {
+            Some((path, true)) if code == Some(C::ReadOnly) && !hot => Error::ReadOnly {
+                path: path.to_path_buf(),
+                detail: format!("the store was opened read-only ({e})"),
+            },
+            Some((path, _)) if storage => Error::from_sqlite(e, &path),
+            _ => Error::Sqlite(e),
+        }
+    }
+}
+
 /// `Result` with the store's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::{Error, ErrorKind};
+    use rusqlite::ffi;
+    use std::path::Path;
+
+    fn sqlite(extended: i32, msg: &str) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(ffi::Error::new(extended), Some(msg.into()))
+    }
+
+    #[test]
+    fn sqlite_trouble_is_classified_naming_the_path_never_as_a_refusal() {
+        let path = Path::new("/srv/agents.sqlite");
+        let cases = [
+            (ffi::SQLITE_BUSY, ErrorKind::Busy, "is busy"),
+            (ffi::SQLITE_LOCKED, ErrorKind::Busy, "is busy"),
+            (ffi::SQLITE_FULL, ErrorKind::Storage, "is full"),
+            (
+                ffi::SQLITE_READONLY,
+                ErrorKind::Storage,
+                "cannot be written",
+            ),
+            (ffi::SQLITE_PERM, ErrorKind::Storage, "permission denied"),
+            (ffi::SQLITE_IOERR_READ, ErrorKind::Storage, "I/O error"),
+            (ffi::SQLITE_IOERR_FSYNC, ErrorKind::Storage, "I/O error"),
+            (
+                ffi::SQLITE_READONLY_ROLLBACK,
+                ErrorKind::Storage,
+                "hot journal",
+            ),
+        ];
+        for (code, kind, cause) in cases {
+            let e = Error::from_sqlite(sqlite(code, "sqlite says"), path);
+            let msg = e.to_string();
+            assert_eq!(e.kind(), kind, "{code}: {msg}");
+            assert!(msg.contains("/srv/agents.sqlite"), "{code}: {msg}");
+            assert!(msg.contains(cause), "{code}: {msg}");
+            assert!(!msg.contains("rm ") && !msg.contains("delete"), "{msg}");
+        }
+        let e = Error::from_sqlite(sqlite(ffi::SQLITE_CONSTRAINT, "no"), path);
+        assert!(matches!(e, Error::Sqlite(_)), "{e}");
+    }
+
+    #[test]
+    fn io_trouble_is_classified_naming_the_path() {
+        use std::io::ErrorKind as K;
+        let path = Path::new("/srv/agents.sqlite");
+        for (kind, cause) in [
+            (K::PermissionDenied, "permission denied on"),
+            (K::ReadOnlyFilesystem, "cannot be written"),
+            (K::StorageFull, "is full"),
+            (K::IsADirectory, "it is a directory"),
+        ] {
+            let e = Error::from_io(std::io::Error::from(kind), path);
+            let msg = e.to_string();
+            assert_eq!(e.kind(), ErrorKind::Storage, "{msg}");
+            assert!(
+                msg.contains("/srv/agents.sqlite") && msg.contains(cause),
+                "{msg}"
+            );
+        }
+    }
+}

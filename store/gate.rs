@@ -1,13 +1,18 @@
 //! The schema gate: decides, without writing a byte, whether a database file is fresh, at a known
 //! version with exactly that version's structure, or to be refused.
 //!
-//! Invariant: nothing here writes. A refused file is left byte-for-byte as it was.
+//! Invariants: nothing here writes, so a refused file is left byte-for-byte as it was. The
+//! version and the structure are read in one read transaction (one snapshot), so a migration
+//! committed by another process is seen whole or not at all. Only the file's own content is ever
+//! refused: a lock, a full disk, a read-only medium or an I/O error is reported as what it is.
 
-use crate::error::Refusal;
+use crate::error::{Error, Refusal, Result};
 use crate::query;
 use crate::schema;
+use crate::storage;
 use rusqlite::Connection;
 use seed_agents_codegen::{diff, introspect, Schema};
+use std::path::Path;
 
 /// The `server_config` key holding the schema version as TEXT digits.
 pub const VERSION_KEY: &str = "schema_migration_version";
@@ -23,19 +28,44 @@ pub enum State {
     At(u32),
 }
 
-/// Inspects `conn` and returns its state, or why it must be refused.
-pub fn inspect(conn: &Connection) -> Result<State, Refusal> {
-    let supported = schema::SCHEMA_VERSION;
-    let not_a_db = |e: crate::Error| Refusal::NotADatabase {
-        message: e.to_string(),
+/// Inspects `conn`, the open database file `path`, and returns its state.
+///
+/// Outside a transaction the reads run inside one `BEGIN DEFERRED` read transaction; inside one
+/// (the migrator's `BEGIN IMMEDIATE`) they join it.
+///
+/// # Errors
+/// [`Error::Refused`] when the file itself is refused; [`Error::Busy`], [`Error::DiskIo`] and the
+/// other environment variants when the file could not be read (never a refusal).
+pub fn inspect(conn: &Connection, path: &Path) -> Result<State> {
+    let own = conn.is_autocommit();
+    if own {
+        conn.execute_batch("BEGIN DEFERRED")
+            .map_err(|e| Error::from_sqlite(e, path))?;
+    }
+    let state = inspect_snapshot(conn, path);
+    if own {
+        // Ends the read transaction; nothing was written, so nothing can be lost.
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    state
+}
+
+fn inspect_snapshot(conn: &Connection, path: &Path) -> Result<State> {
+    let refused = |reason| Error::Refused {
+        path: path.to_path_buf(),
+        reason,
     };
+    let judged = |e| judge(e, path);
+    storage::check_length(path)?;
+    let supported = schema::SCHEMA_VERSION;
     let own_objects = query!(
         "SELECT CAST(count(*) AS INTEGER) AS n FROM main.sqlite_schema \
          WHERE substr(lower(name), 1, 7) <> 'sqlite_' AND substr(lower(name), 1, 12) <> '_litestream_'"
     )
     .fetch_one(conn)
-    .map_err(not_a_db)?
+    .map_err(judged)?
     .n;
+    storage::check_size(conn, path)?;
     if own_objects == Some(0) {
         return Ok(State::Fresh);
     }
@@ -43,43 +73,104 @@ pub fn inspect(conn: &Connection) -> Result<State, Refusal> {
         "SELECT CAST(EXISTS (SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = 'server_config') AS INTEGER) AS found"
     )
     .fetch_one(conn)
-    .map_err(not_a_db)?
+    .map_err(judged)?
     .found;
     if has_config != Some(1) {
-        return Err(Refusal::NoServerConfig { supported });
+        return Err(refused(Refusal::NoServerConfig { supported }));
     }
-    let read =
-        |key: &str| -> Result<Option<String>, Refusal> { stored_text(conn, key).map_err(not_a_db) };
+    let read = |key: &str| stored_text(conn, key).map_err(judged);
     if let Some(value) = read(LEGACY_VERSION_KEY)? {
-        return Err(Refusal::LegacyVersionKey { value, supported });
+        return Err(refused(Refusal::LegacyVersionKey { value, supported }));
     }
-    let value = read(VERSION_KEY)?.ok_or(Refusal::MissingVersion { supported })?;
-    let version = parse_version(&value).ok_or_else(|| Refusal::UnparseableVersion {
-        value: value.clone(),
-        supported,
+    let value = read(VERSION_KEY)?.ok_or_else(|| refused(Refusal::MissingVersion { supported }))?;
+    let version = parse_version(&value).ok_or_else(|| {
+        refused(Refusal::UnparseableVersion {
+            value: value.clone(),
+            supported,
+        })
     })?;
     if version > supported {
-        return Err(Refusal::VersionAhead {
+        return Err(refused(Refusal::VersionAhead {
             found: version,
             supported,
-        });
+        }));
     }
-    verify(conn, version)?;
+    verify(conn, path, version)?;
     Ok(State::At(version))
 }
 
-/// Checks that the structure of `conn` is the structure of `version`.
-pub fn verify(conn: &Connection, version: u32) -> Result<(), Refusal> {
-    let actual = introspect(conn).map_err(|e| Refusal::NotADatabase {
-        message: e.to_string(),
-    })?;
+/// Sorts an error met while reading the file: SQLite saying the file is not a database or is
+/// damaged is a refusal of the file; anything else is trouble reported as what it is.
+pub(crate) fn judge(e: Error, path: &Path) -> Error {
+    use rusqlite::ErrorCode as C;
+    let Error::Sqlite(e) = e else { return e };
+    let refused = |reason| Error::Refused {
+        path: path.to_path_buf(),
+        reason,
+    };
+    match e.sqlite_error_code() {
+        Some(C::NotADatabase) => refused(Refusal::NotADatabase {
+            message: e.to_string(),
+        }),
+        Some(C::DatabaseCorrupt) => refused(Refusal::Corrupt {
+            detail: e.to_string(),
+        }),
+        Some(_) => Error::from_sqlite(e, path),
+        // Not an error SQLite raised: a catalog this store cannot read (e.g. a NULL where
+        // SQLite keeps text) is not one of ours.
+        None => refused(Refusal::NotADatabase {
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// Checks that the structure of `conn`, the database file `path`, is the structure of
+/// `version`.
+///
+/// # Errors
+/// [`Error::Refused`] with [`Refusal::StructureMismatch`] and the diff when it is not; trouble
+/// reading the catalog as [`inspect`] reports it.
+pub fn verify(conn: &Connection, path: &Path, version: u32) -> Result<()> {
+    let actual = introspect(conn).map_err(|e| judge(Error::Sqlite(e), path))?;
     if actual.fingerprint() == schema::FINGERPRINTS[version as usize] {
         return Ok(());
     }
-    Err(Refusal::StructureMismatch {
-        version,
-        supported: schema::SCHEMA_VERSION,
-        diff: structure_diff(&actual, version),
+    Err(Error::Refused {
+        path: path.to_path_buf(),
+        reason: Refusal::StructureMismatch {
+            version,
+            supported: schema::SCHEMA_VERSION,
+            diff: structure_diff(&actual, version),
+        },
+    })
+}
+
+/// Runs `PRAGMA quick_check` and refuses a file it finds damaged ([`Refusal::Corrupt`]).
+///
+/// # Errors
+/// [`Error::Refused`] when damaged; trouble reading as [`inspect`] reports it.
+pub fn quick_check(conn: &Connection, path: &Path) -> Result<()> {
+    let problems =
+        crate::integrity::pragma_rows(conn, "quick_check").map_err(|e| match judge(e, path) {
+            Error::Refused {
+                path,
+                reason: Refusal::Corrupt { detail },
+            } => Error::Refused {
+                path,
+                reason: Refusal::Corrupt {
+                    detail: format!("quick_check stopped: {detail}"),
+                },
+            },
+            e => e,
+        })?;
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Refused {
+        path: path.to_path_buf(),
+        reason: Refusal::Corrupt {
+            detail: format!("quick_check found: {}", problems.join("; ")),
+        },
     })
 }
 

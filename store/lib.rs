@@ -32,6 +32,7 @@ mod error;
 pub mod events;
 pub mod gate;
 pub mod idempotency;
+pub mod integrity;
 pub mod journal;
 pub mod lease;
 pub mod mcp;
@@ -43,12 +44,13 @@ mod query;
 pub mod runs;
 pub mod secrets;
 pub mod sessions;
+mod storage;
 pub mod tools;
 pub mod triggers;
 pub mod waits;
 pub mod watermarks;
 
-pub use error::{Error, Refusal, Result};
+pub use error::{Error, ErrorKind, Refusal, Result};
 pub use query::Query;
 pub use seed_agents_macros::{query, query_as, Row};
 

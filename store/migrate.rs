@@ -3,9 +3,10 @@
 //! Invariant: each runs inside one `BEGIN IMMEDIATE` transaction. A fresh install writes the
 //! baseline and the version stamp together; a migration batch applies every pending migration in
 //! its own savepoint, stamping the version after each, and any failure rolls the whole batch back
-//! so the file is left exactly as it was.
+//! so the file is left exactly as it was. Before a migration writes, `quick_check` must pass: a
+//! damaged file is refused, not built on.
 
-use crate::error::{Error, Refusal, Result};
+use crate::error::{Error, Result};
 use crate::gate::{self, State, VERSION_KEY};
 use crate::{query, schema};
 use rusqlite::Connection;
@@ -50,13 +51,9 @@ pub(crate) fn upgrade(conn: &mut Connection, path: &Path, state: State) -> Resul
     if state == State::At(latest) {
         return Ok(Outcome::Current { version: latest });
     }
-    let refused = |reason: Refusal| Error::Refused {
-        path: path.to_path_buf(),
-        reason,
-    };
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     // Another process may have installed or migrated while we waited for the write lock.
-    let outcome = match gate::inspect(&tx).map_err(refused)? {
+    let outcome = match gate::inspect(&tx, path)? {
         State::Fresh => {
             tx.execute_batch(schema::SCHEMA_SQL)?;
             stamp(&tx, latest)?;
@@ -64,8 +61,9 @@ pub(crate) fn upgrade(conn: &mut Connection, path: &Path, state: State) -> Resul
         }
         State::At(v) if v == latest => Outcome::Current { version: v },
         State::At(from) => {
+            gate::quick_check(&tx, path)?;
             apply(&tx, path, from, &schema::MIGRATIONS[from as usize + 1..])?;
-            gate::verify(&tx, latest).map_err(refused)?;
+            gate::verify(&tx, path, latest)?;
             Outcome::Migrated { from, to: latest }
         }
     };
@@ -94,7 +92,7 @@ pub(crate) fn apply(
         query!("SAVEPOINT migration").execute(conn).map_err(fail)?;
         let step = conn
             .execute_batch(m.sql)
-            .map_err(Error::Sqlite)
+            .map_err(|e| Error::from_sqlite(e, path))
             .and_then(|()| stamp(conn, m.version));
         match step {
             Ok(()) => {

@@ -1,18 +1,20 @@
 //! Opening the database file: path resolution, the gate, migration, pragmas and planner
-//! statistics.
+//! statistics; read-only opens and `status`.
 //!
-//! Invariant: the gate and any migration run before a single pragma that writes (WAL changes the
+//! Invariants: the gate and any migration run before a single pragma that writes (WAL changes the
 //! file header), so a refused file, or one whose migration failed, is left byte-for-byte as it
-//! was.
+//! was. A read-only open and `status` never write.
 
 use crate::clock::{Clock, SystemClock};
-use crate::error::{Error, Result};
+use crate::error::{self, Error, Result};
 use crate::gate::{self, State};
 use crate::migrate::{self, Outcome};
+use crate::storage::{self, Look};
 use crate::{query, schema};
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The database path when neither `--db-path` nor `SEED_AGENTS_DB_PATH` is given.
 pub const DEFAULT_DB_PATH: &str = "data/agents.sqlite";
@@ -49,19 +51,24 @@ pub fn resolve_path(flag: Option<&Path>) -> PathBuf {
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,
-    path: PathBuf,
+    path: Arc<Path>,
+    read_only: bool,
     outcome: Outcome,
     clock: Arc<dyn Clock>,
 }
 
 impl Store {
     /// Opens `path`, creating it and its parent directories when missing: a fresh file gets the
-    /// baseline, an older one is migrated, a current one is verified.
+    /// baseline, an older one is checked (`quick_check`) and migrated, a current one is verified
+    /// (header, size, structure).
     ///
     /// # Errors
     /// [`Error::Refused`] when the gate refuses the file (it is left unchanged),
-    /// [`Error::Migration`] when a migration fails (the batch is rolled back), [`Error::Io`] when
-    /// the directory cannot be created, [`Error::Sqlite`] otherwise.
+    /// [`Error::Migration`] when a migration fails (the batch is rolled back),
+    /// [`Error::AfterCommit`] when configuring fails after an install or migration committed;
+    /// [`Error::Busy`], [`Error::ReadOnly`], [`Error::PermissionDenied`], [`Error::DiskFull`],
+    /// [`Error::DiskIo`], [`Error::NotAFilePath`] or [`Error::Io`] for trouble with the path or
+    /// the medium (each naming the path, none a refusal); [`Error::Sqlite`] otherwise.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
         Store::open_with_clock(path, Arc::new(SystemClock))
     }
@@ -71,28 +78,80 @@ impl Store {
     /// # Errors
     /// As [`Store::open`].
     pub fn open_with_clock(path: impl AsRef<Path>, clock: Arc<dyn Clock>) -> Result<Store> {
-        let path = path.as_ref().to_path_buf();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        }
-        let mut conn = Connection::open(&path)?;
-        crate::busy::install(&mut conn)?;
-        conn.pragma_update(None, "foreign_keys", true)?;
-        let state = gate::inspect(&conn).map_err(|reason| Error::Refused {
-            path: path.clone(),
-            reason,
-        })?;
-        let outcome = migrate::upgrade(&mut conn, &path, state)?;
-        configure(&conn)?;
+        let shared: Arc<Path> = Arc::from(path.as_ref());
+        error::working_on(&shared, false);
+        let path = shared.to_path_buf();
+        storage::prepare(&path)?;
+        let at = |e: rusqlite::Error| Error::from_sqlite(e, &path);
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = Connection::open_with_flags(&path, flags)
+            .map_err(|e| storage::open_failed(e, &path))?;
+        storage::writable(&conn, &path)?;
+        crate::busy::install(&mut conn).map_err(at)?;
+        conn.pragma_update(None, "foreign_keys", true).map_err(at)?;
+        let state = gate::inspect(&conn, &path)?;
+        let outcome = migrate::upgrade(&mut conn, &path, state).map_err(|e| e.at(&path))?;
+        configure(&conn).map_err(|e| after_commit(e.at(&path), &path, outcome))?;
         Ok(Store {
             conn,
-            path,
+            path: shared,
+            read_only: false,
             outcome,
             clock,
         })
+    }
+
+    /// Opens a current database at `path` for reading only, on a read-only file, directory or
+    /// medium too. Nothing is written; every write through the store fails with
+    /// [`Error::ReadOnly`].
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`] when the file is empty or behind this binary (installing or migrating
+    /// needs a read-write open); otherwise as [`Store::open`], and [`Error::Io`] when the file
+    /// does not exist.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Store> {
+        let shared: Arc<Path> = Arc::from(path.as_ref());
+        error::working_on(&shared, true);
+        let path = shared.to_path_buf();
+        storage::check_path(&path)?;
+        std::fs::metadata(&path).map_err(|e| Error::from_io(e, &path))?;
+        let (conn, _) = storage::open_read_only(&path, Look::Live)?;
+        let at = |e: rusqlite::Error| Error::from_sqlite(e, &path);
+        conn.pragma_update(None, "foreign_keys", true).map_err(at)?;
+        conn.pragma_update(None, "query_only", true).map_err(at)?;
+        let latest = schema::SCHEMA_VERSION;
+        let needs = |what: String| Error::ReadOnly {
+            path: path.clone(),
+            detail: format!("{what}, which a read-only open cannot do; open it read-write first"),
+        };
+        match gate::inspect(&conn, &path)? {
+            State::Fresh => {
+                return Err(needs(format!(
+                    "it is empty and needs version {latest} installed"
+                )))
+            }
+            State::At(v) if v < latest => {
+                return Err(needs(format!(
+                    "it is at version {v} and needs migrating to {latest}"
+                )))
+            }
+            State::At(_) => {}
+        }
+        configure_cache(&conn).map_err(|e| e.at(&path))?;
+        Ok(Store {
+            conn,
+            path: shared,
+            read_only: true,
+            outcome: Outcome::Current { version: latest },
+            clock: Arc::new(SystemClock),
+        })
+    }
+
+    /// Whether the store was opened with [`Store::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// The clock operations take "now" from.
@@ -117,11 +176,13 @@ impl Store {
 
     /// The connection, for generated helpers and domain operations.
     pub fn conn(&self) -> &Connection {
+        error::working_on(&self.path, self.read_only);
         &self.conn
     }
 
     /// The connection, mutably (to start transactions).
     pub fn conn_mut(&mut self) -> &mut Connection {
+        error::working_on(&self.path, self.read_only);
         &mut self.conn
     }
 
@@ -132,20 +193,66 @@ impl Store {
     pub fn table_counts(&self) -> Result<Vec<(&'static str, i64)>> {
         schema::TABLE_COUNTS
             .iter()
-            .map(|(t, count)| Ok((*t, count(&self.conn)?)))
+            .map(|(t, count)| Ok((*t, count(self.conn())?)))
             .collect()
+    }
+}
+
+/// After an install or a migration committed, a failure says the file is already at the new
+/// version.
+fn after_commit(e: Error, path: &Path, outcome: Outcome) -> Error {
+    let (what, version) = match outcome {
+        Outcome::Fresh { version } => ("fresh install".to_string(), version),
+        Outcome::Migrated { from, to } => (format!("migration from version {from}"), to),
+        Outcome::Current { .. } => return e,
+    };
+    Error::AfterCommit {
+        path: path.to_path_buf(),
+        what,
+        version,
+        source: Box::new(e),
+    }
+}
+
+/// Memory pragmas, which write nothing.
+fn configure_cache(conn: &Connection) -> Result<()> {
+    conn.pragma_update(None, "cache_size", -65_536)?; // 64 MiB
+    conn.pragma_update(None, "mmap_size", 536_870_912)?; // 512 MiB
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    Ok(())
+}
+
+/// Switches to WAL. The switch needs every other connection out of the file for a moment, and
+/// SQLite answers it with `SQLITE_BUSY` at once instead of calling the busy handler, so it is
+/// retried with a short backoff for as long as the busy timeout.
+fn switch_to_wal(conn: &Connection) -> Result<()> {
+    let start = std::time::Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && start.elapsed() < crate::busy::DEADLINE =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return Ok(other?),
+        }
     }
 }
 
 /// Pragmas and bounded planner statistics, applied after the gate.
 fn configure(conn: &Connection) -> Result<()> {
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "cache_size", -65_536)?; // 64 MiB
-    conn.pragma_update(None, "mmap_size", 536_870_912)?; // 512 MiB
-    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    switch_to_wal(conn)?;
+    configure_cache(conn)?;
     conn.pragma_update(None, "analysis_limit", ANALYSIS_LIMIT)?;
     // Planner statistics for the tables the hot queries plan over. The append-only logs
     // (session_events, run_journal) are left out: they are large and their queries go by key.
+    // One write transaction that takes the write lock first: an ANALYZE in autocommit starts as
+    // a read and upgrades, which SQLite answers with an immediate SQLITE_BUSY (no wait) when
+    // another process is doing the same.
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
     for analyze in [
         query!("ANALYZE accounts"),
         query!("ANALYZE account_authorizations"),
@@ -164,8 +271,9 @@ fn configure(conn: &Connection) -> Result<()> {
         query!("ANALYZE trigger_event_claims"),
         query!("ANALYZE trigger_firings"),
     ] {
-        analyze.execute(conn)?;
+        analyze.execute(&tx)?;
     }
+    tx.commit()?;
     Ok(())
 }
 
@@ -198,14 +306,17 @@ pub enum Verdict {
     Refused(crate::error::Refusal),
 }
 
-/// Inspects `path` read-only: the file is opened with `SQLITE_OPEN_READ_ONLY` and never written,
-/// and no `-wal` or `-shm` file is left behind.
+/// Inspects `path` read-only: the file is never written, no `-wal` or `-shm` file is left behind,
+/// and a hot rollback journal is never ignored.
 ///
 /// # Errors
-/// [`Error::Sqlite`] when the file cannot be opened at all.
+/// [`Error::HotJournal`] when an interrupted write must be rolled back first;
+/// [`Error::NotAFilePath`], [`Error::Busy`] and the other environment variants for trouble with
+/// the path or the medium; [`Error::Sqlite`] otherwise.
 pub fn status(path: impl AsRef<Path>) -> Result<Status> {
     let path = path.as_ref().to_path_buf();
     let supported = schema::SCHEMA_VERSION;
+    storage::check_path(&path)?;
     if !path.exists() {
         return Ok(Status {
             path,
@@ -213,18 +324,20 @@ pub fn status(path: impl AsRef<Path>) -> Result<Status> {
             supported,
         });
     }
-    let conn = open_read_only(&path)?;
-    let verdict = match gate::inspect(&conn) {
-        Ok(State::Fresh) => Verdict::Fresh,
-        Ok(State::At(version)) => Verdict::Verified {
-            version,
-            pending: schema::MIGRATIONS[version as usize + 1..]
-                .iter()
-                .map(|m| m.name)
-                .collect(),
-        },
-        Err(r) => Verdict::Refused(r),
-    };
+    let verdict = snapshot(&path, |conn| {
+        Ok(match gate::inspect(conn, &path) {
+            Ok(State::Fresh) => Verdict::Fresh,
+            Ok(State::At(version)) => Verdict::Verified {
+                version,
+                pending: schema::MIGRATIONS[version as usize + 1..]
+                    .iter()
+                    .map(|m| m.name)
+                    .collect(),
+            },
+            Err(Error::Refused { reason, .. }) => Verdict::Refused(reason),
+            Err(e) => return Err(e),
+        })
+    })?;
     Ok(Status {
         path,
         verdict,
@@ -232,26 +345,22 @@ pub fn status(path: impl AsRef<Path>) -> Result<Status> {
     })
 }
 
-/// Opens `path` read-only. A WAL-mode file without a `-wal` file has nothing outside the main file,
-/// so it is opened `immutable`: otherwise SQLite would create `-wal` and `-shm` files that a
-/// read-only connection cannot remove.
-fn open_read_only(path: &Path) -> Result<Connection> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    if Path::new(&wal).exists() {
-        return Ok(Connection::open_with_flags(path, flags)?);
-    }
-    let mut uri = String::from("file:");
-    for b in path.to_string_lossy().bytes() {
-        match b {
-            b'?' | b'#' | b'%' => uri.push_str(&format!("%{b:02X}")),
-            _ => uri.push(b as char),
+/// Runs `look` on a read-only connection to the existing file `path`. A look through an
+/// `immutable` connection is repeated when another connection opened or changed the file while
+/// it ran (it could have read a half-written state).
+pub(crate) fn snapshot<T>(path: &Path, look: impl Fn(&Connection) -> Result<T>) -> Result<T> {
+    let shared: Arc<Path> = Arc::from(path);
+    error::working_on(&shared, true);
+    let mut attempts = 0;
+    loop {
+        let (conn, unchanged) = storage::open_read_only(path, Look::Snapshot)?;
+        let seen = look(&conn);
+        drop(conn);
+        attempts += 1;
+        // After one change another connection has a -wal and -shm open, so the next look is a
+        // plain locked one; the bound only guards against a file rewritten without them.
+        if attempts == 5 || unchanged.is_none_or(|u| u.holds()) {
+            return seen;
         }
     }
-    uri.push_str("?immutable=1");
-    Ok(Connection::open_with_flags(
-        uri,
-        flags | OpenFlags::SQLITE_OPEN_URI,
-    )?)
 }

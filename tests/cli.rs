@@ -1,9 +1,10 @@
-//! The `seed-agents-db` binary: reports, exit codes (0 ok, 2 refused, 1 other) and the
-//! `--db-path` / `SEED_AGENTS_DB_PATH` / default path order.
+//! The `seed-agents-db` binary: reports, exit codes (0 ok, 1 error, 2 usage, 3 refused, 4 check
+//! found problems), a closed pipe, and the `--db-path` / `SEED_AGENTS_DB_PATH` / default path
+//! order.
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 fn run(cwd: &Path, args: &[&str], env: Option<&str>) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_seed-agents-db"));
@@ -59,7 +60,7 @@ fn the_flag_beats_the_environment_which_beats_the_default() {
 }
 
 #[test]
-fn a_refused_file_exits_2_with_the_reason_on_stderr_and_stays_unchanged() {
+fn a_refused_file_exits_3_with_the_reason_and_fitting_advice_and_stays_unchanged() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("old.sqlite");
     let conn = rusqlite::Connection::open(&db).unwrap();
@@ -68,12 +69,86 @@ fn a_refused_file_exits_2_with_the_reason_on_stderr_and_stays_unchanged() {
     let before = fs::read(&db).unwrap();
     for cmd in ["open", "status"] {
         let o = run(dir.path(), &["--db-path", "old.sqlite", cmd], None);
-        assert_eq!(o.status.code(), Some(2), "{cmd}: {}", stderr(&o));
+        assert_eq!(o.status.code(), Some(3), "{cmd}: {}", stderr(&o));
         let err = stderr(&o);
         assert!(err.contains("legacy schema_version key"), "{err}");
-        assert!(err.contains("rm old.sqlite*"), "{err}");
+        assert!(err.contains("Check --db-path"), "{err}");
+        assert!(!err.contains("rm "), "{err}");
         assert_eq!(fs::read(&db).unwrap(), before);
     }
+}
+
+#[test]
+fn a_usage_error_exits_2_and_help_documents_every_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(dir.path(), &["no-such-command"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = run(dir.path(), &["--help"], None);
+    assert!(o.status.success());
+    let help = stdout(&o);
+    for line in [
+        "0  success",
+        "1  error",
+        "2  usage error",
+        "3  refused",
+        "4  check found problems",
+    ] {
+        assert!(help.contains(line), "{line}: {help}");
+    }
+}
+
+#[test]
+fn a_closed_pipe_ends_open_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_seed-agents-db"))
+        .current_dir(dir.path())
+        .args(["--db-path", "a.sqlite", "open"])
+        .env_remove("SEED_AGENTS_DB_PATH")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the reading end before the report is written, as `| head -0` would.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+}
+
+#[test]
+fn check_exits_0_when_clean_4_with_problems_and_3_on_a_file_that_is_not_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(dir.path(), &["--db-path", "a.sqlite", "open"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(dir.path(), &["--db-path", "a.sqlite", "check"], None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    for line in [
+        "integrity_check: ok",
+        "foreign_key_check: ok",
+        "structure: verified against version 29",
+        "result: no problems found",
+    ] {
+        assert!(out.contains(line), "{line}: {out}");
+    }
+    let conn = rusqlite::Connection::open(dir.path().join("a.sqlite")).unwrap();
+    conn.execute_batch(
+        "PRAGMA foreign_keys = OFF;
+         INSERT INTO sessions (id, account_id, agent_id, status, created_at, updated_at)
+         VALUES ('orphan', 'no-account', 'no-agent', 'idle', 1, 1);",
+    )
+    .unwrap();
+    conn.close().unwrap();
+    let o = run(dir.path(), &["--db-path", "a.sqlite", "check"], None);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("foreign_key_check: 2 problem(s)"), "{out}");
+    assert!(out.contains("result: problems found"), "{out}");
+
+    fs::write(dir.path().join("text.sqlite"), b"not a database at all").unwrap();
+    let o = run(dir.path(), &["--db-path", "text.sqlite", "check"], None);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("mistyped path"), "{}", stderr(&o));
 }
 
 #[test]
@@ -106,7 +181,7 @@ fn status_reports_pending_migrations_and_never_writes() {
 }
 
 #[test]
-fn other_errors_exit_1() {
+fn trouble_with_the_path_exits_1_naming_it_without_advice_to_delete() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(
         dir.path().join("blocker"),
@@ -119,7 +194,19 @@ fn other_errors_exit_1() {
         None,
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("blocker is a regular file, not a directory"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(
+        dir.path(),
+        &["--db-path", "blocker/agents.sqlite", "status"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("blocker"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("rm "), "{}", stderr(&o));
 }
 
 #[test]

@@ -1,37 +1,14 @@
 //! The schema gate: fresh files are installed, known versions are verified and migrated, and
 //! every other file is refused with the reason, both versions and the advice, left untouched.
 
+mod gate_common;
+
+use gate_common::{at_version, files, temp, write_db};
 use rusqlite::Connection;
 use seed_agents_store::schema::{MIGRATIONS, SCHEMA_SQL, SCHEMA_VERSION};
-use seed_agents_store::{Error, Outcome, Refusal, Store};
+use seed_agents_store::{Error, ErrorKind, Outcome, Refusal, Store};
 use std::fs;
-use std::path::{Path, PathBuf};
-
-fn temp() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("agents.sqlite");
-    (dir, path)
-}
-
-/// Writes a database with `sql` and closes it (checkpointing any WAL into the main file).
-fn write_db(path: &Path, sql: &str) {
-    let conn = Connection::open(path).unwrap();
-    conn.execute_batch(sql).unwrap();
-    conn.close().unwrap();
-}
-
-fn at_version(path: &Path, v: u32) {
-    let conn = Connection::open(path).unwrap();
-    for m in &MIGRATIONS[..=v as usize] {
-        conn.execute_batch(m.sql).unwrap();
-    }
-    conn.execute(
-        "INSERT INTO server_config (key, value) VALUES ('schema_migration_version', ?1)",
-        [v.to_string()],
-    )
-    .unwrap();
-    conn.close().unwrap();
-}
+use std::path::Path;
 
 /// Opens `path`, expects a refusal, and checks the file is byte-for-byte unchanged.
 fn refused(path: &Path) -> (Refusal, String) {
@@ -48,7 +25,9 @@ fn refused(path: &Path) -> (Refusal, String) {
         "a refused file is unchanged"
     );
     assert!(msg.contains(&path.display().to_string()), "{msg}");
-    assert!(msg.contains(&format!("rm {}*", path.display())), "{msg}");
+    assert!(msg.contains(&reason.advice(path)), "{msg}");
+    assert!(!msg.contains("rm "), "no refusal advises deleting: {msg}");
+    assert_eq!(Store::open(path).unwrap_err().kind(), ErrorKind::Refused);
     (reason, msg)
 }
 
@@ -107,8 +86,27 @@ fn a_zero_byte_file_counts_as_fresh() {
 fn a_file_that_is_not_a_database_is_refused_unchanged() {
     let (_d, path) = temp();
     fs::write(&path, b"this is a text file, not a database, and long enough to have a header........................................").unwrap();
-    let (reason, _) = refused(&path);
+    let (reason, msg) = refused(&path);
     assert!(matches!(reason, Refusal::NotADatabase { .. }), "{reason:?}");
+    assert!(msg.contains("mistyped path"), "{msg}");
+}
+
+#[test]
+fn a_non_empty_file_of_any_size_that_is_not_sqlite_is_refused_never_overwritten() {
+    // SQLite's unix VFS reports a 1-byte file as empty; the gate must not.
+    for content in [&b"x"[..], b"\0", b"SQLite format", b"SQLite format 3\0"] {
+        let (_d, path) = temp();
+        fs::write(&path, content).unwrap();
+        let (reason, _) = refused(&path);
+        assert!(
+            matches!(
+                reason,
+                Refusal::NotADatabase { .. } | Refusal::Corrupt { .. }
+            ),
+            "{content:?}: {reason:?}"
+        );
+        assert_eq!(fs::read(&path).unwrap(), content);
+    }
 }
 
 #[test]
@@ -211,6 +209,8 @@ fn a_version_ahead_of_the_binary_is_refused_naming_both_versions() {
         )),
         "{msg}"
     );
+    assert!(msg.contains("upgrade the binary"), "{msg}");
+    assert!(msg.contains("do not delete"), "{msg}");
 }
 
 #[test]
@@ -326,14 +326,7 @@ fn status_is_read_only_and_reports_pending_migrations() {
 fn status_leaves_no_wal_or_shm_files_behind() {
     let (dir, path) = temp();
     drop(Store::open(&path).unwrap()); // WAL mode, checkpointed and closed
-    let files = || {
-        let mut v: Vec<String> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    };
+    let files = || files(dir.path());
     assert_eq!(files(), ["agents.sqlite"]);
     let before = fs::read(&path).unwrap();
     let s = seed_agents_store::status(&path).unwrap();

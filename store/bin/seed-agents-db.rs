@@ -1,16 +1,35 @@
-//! `seed-agents-db`: open, inspect and document the Seed Agents database.
+//! `seed-agents-db`: open, inspect, check and document the Seed Agents database.
 //!
-//! Exit codes: 0 on success, 2 when the schema gate refuses the file (the reason on stderr), 1 on
-//! any other error.
+//! Exit codes (also in `--help` and the README): 0 success, 1 an error (busy, disk full,
+//! read-only, permission, I/O, ...; the file was not judged), 2 a usage error (clap), 3 the
+//! schema gate refuses the file, 4 `check` found problems. Output goes through `writeln!`, so a
+//! closed pipe (`open | head -1`) ends the program quietly instead of panicking.
 
 use clap::{Parser, Subcommand};
-use seed_agents_store::{resolve_path, schema, status, Error, Outcome, Store, Verdict};
-use std::path::PathBuf;
+use seed_agents_store::{
+    integrity, resolve_path, schema, status, Error, ErrorKind, Outcome, Store, Verdict,
+};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Open, inspect and document the Seed Agents database.
+const EXIT_ERROR: u8 = 1;
+const EXIT_REFUSED: u8 = 3;
+const EXIT_PROBLEMS: u8 = 4;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  error: trouble with the path or the medium (busy, disk full, read-only, permission, I/O);
+     the message names the cause and the path, and the file was not judged
+  2  usage error
+  3  refused: the schema gate refuses the file (not a database, unknown or newer version,
+     damaged, structure differs); the file was left unchanged
+  4  check found problems";
+
+/// Open, inspect, check and document the Seed Agents database.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(version, about, after_help = EXIT_CODES)]
 struct Cli {
     /// The database file [default: $SEED_AGENTS_DB_PATH, else data/agents.sqlite].
     #[arg(long, global = true, value_name = "PATH")]
@@ -25,6 +44,8 @@ enum Command {
     Open,
     /// Report the claimed version, the structural check and pending migrations; never writes.
     Status,
+    /// Run integrity_check, foreign_key_check and the structural comparison; never writes.
+    Check,
     /// Write one Markdown page per table into DIR.
     Docs {
         /// The output directory.
@@ -33,87 +54,147 @@ enum Command {
     },
 }
 
+/// Why a command stopped.
+enum Failure {
+    Store(Error),
+    /// Writing the report failed (a closed pipe is not one: it ends the program quietly).
+    Output(io::Error),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure::Store(e)
+    }
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Failure {
+        Failure::Output(e)
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let path = resolve_path(cli.db_path.as_deref());
+    let out = &mut io::stdout().lock();
     let result = match cli.command {
-        Command::Open => open(path),
-        Command::Status => show_status(path),
-        Command::Docs { out } => docs(out),
+        Command::Open => open(out, &path),
+        Command::Status => show_status(out, &path),
+        Command::Check => show_check(out, &path),
+        Command::Docs { out: dir } => docs(out, &dir),
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
+        Err(Failure::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(Failure::Output(e)) => {
+            eprintln!("error: writing the report: {e}");
+            ExitCode::from(EXIT_ERROR)
+        }
+        Err(Failure::Store(e)) => {
             eprintln!("error: {e}");
-            match e {
-                Error::Refused { .. } => ExitCode::from(2),
-                _ => ExitCode::from(1),
-            }
+            ExitCode::from(match e.kind() {
+                ErrorKind::Refused => EXIT_REFUSED,
+                _ => EXIT_ERROR,
+            })
         }
     }
 }
 
-fn open(path: PathBuf) -> Result<ExitCode, Error> {
-    let store = Store::open(&path)?;
-    println!("database: {}", store.path().display());
+fn open(out: &mut impl Write, path: &Path) -> Result<ExitCode, Failure> {
+    let store = Store::open(path)?;
+    writeln!(out, "database: {}", store.path().display())?;
     let outcome = match store.outcome() {
         Outcome::Fresh { version } => format!("fresh install at version {version}"),
         Outcome::Migrated { from, to } => format!("migrated from version {from} to {to}"),
         Outcome::Current { version } => format!("current at version {version}"),
     };
-    println!("outcome: {outcome}");
-    println!("tables:");
+    writeln!(out, "outcome: {outcome}")?;
+    writeln!(out, "tables:")?;
     for (table, rows) in store.table_counts()? {
-        println!("  {table:<28} {rows:>10}");
+        writeln!(out, "  {table:<28} {rows:>10}")?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn show_status(path: PathBuf) -> Result<ExitCode, Error> {
-    let s = status(&path)?;
-    println!("database: {}", s.path.display());
-    println!("binary version: {}", s.supported);
-    match s.verdict {
-        Verdict::Missing => println!(
-            "state: no file yet (open creates it at version {})",
-            s.supported
-        ),
-        Verdict::Fresh => println!("state: empty (open installs version {})", s.supported),
+/// Prints the gate's verdict; returns whether the gate refused the file.
+fn verdict(out: &mut impl Write, path: &Path, v: &Verdict, supported: u32) -> io::Result<bool> {
+    match v {
+        Verdict::Missing => writeln!(
+            out,
+            "state: no file yet (open creates it at version {supported})"
+        )?,
+        Verdict::Fresh => writeln!(out, "state: empty (open installs version {supported})")?,
         Verdict::Verified { version, pending } => {
-            println!("claimed version: {version}");
-            println!("structure: verified against version {version}");
+            writeln!(out, "claimed version: {version}")?;
+            writeln!(out, "structure: verified against version {version}")?;
             if pending.is_empty() {
-                println!("pending migrations: none");
+                writeln!(out, "pending migrations: none")?;
             } else {
-                println!("pending migrations ({}):", pending.len());
+                writeln!(out, "pending migrations ({}):", pending.len())?;
                 for m in pending {
-                    println!("  {m}");
+                    writeln!(out, "  {m}")?;
                 }
             }
         }
         Verdict::Refused(reason) => {
             eprintln!(
-                "refused: {reason}\nTo start from a fresh database, delete the database files (rm {}*) and restart.",
-                s.path.display()
+                "refused: {}: {reason}\n{}",
+                path.display(),
+                reason.advice(path)
             );
-            return Ok(ExitCode::from(2));
+            return Ok(true);
         }
+    }
+    Ok(false)
+}
+
+fn show_status(out: &mut impl Write, path: &Path) -> Result<ExitCode, Failure> {
+    let s = status(path)?;
+    writeln!(out, "database: {}", s.path.display())?;
+    writeln!(out, "binary version: {}", s.supported)?;
+    if verdict(out, path, &s.verdict, s.supported)? {
+        return Ok(ExitCode::from(EXIT_REFUSED));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn docs(out: PathBuf) -> Result<ExitCode, Error> {
-    let io = |source| Error::Io {
-        path: out.clone(),
-        source,
-    };
-    std::fs::create_dir_all(&out).map_err(io)?;
-    for (name, text) in schema::DOCS {
-        std::fs::write(out.join(name), text).map_err(|source| Error::Io {
-            path: out.join(name),
-            source,
-        })?;
+fn show_check(out: &mut impl Write, path: &Path) -> Result<ExitCode, Failure> {
+    let r = integrity::check(path)?;
+    writeln!(out, "database: {}", r.path.display())?;
+    verdict(out, path, &r.verdict, schema::SCHEMA_VERSION)?;
+    for (name, found) in [
+        ("integrity_check", &r.integrity),
+        ("foreign_key_check", &r.foreign_keys),
+    ] {
+        if found.is_empty() {
+            writeln!(out, "{name}: ok")?;
+        } else {
+            writeln!(out, "{name}: {} problem(s)", found.len())?;
+            for line in found {
+                writeln!(out, "  {line}")?;
+            }
+        }
     }
-    println!("wrote {} pages to {}", schema::DOCS.len(), out.display());
+    if r.is_clean() {
+        writeln!(out, "result: no problems found")?;
+        Ok(ExitCode::SUCCESS)
+    } else {
+        writeln!(out, "result: problems found")?;
+        Ok(ExitCode::from(EXIT_PROBLEMS))
+    }
+}
+
+fn docs(out: &mut impl Write, dir: &Path) -> Result<ExitCode, Failure> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::from_io(e, dir))?;
+    for (name, text) in schema::DOCS {
+        let page = dir.join(name);
+        std::fs::write(&page, text).map_err(|e| Error::from_io(e, &page))?;
+    }
+    writeln!(
+        out,
+        "wrote {} pages to {}",
+        schema::DOCS.len(),
+        dir.display()
+    )?;
     Ok(ExitCode::SUCCESS)
 }
