@@ -20,39 +20,29 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod accounts;
-pub mod agents;
 pub mod busy;
 pub mod cbor;
 pub mod clock;
-pub mod continuations;
-pub mod deletion;
-pub mod drafts;
+mod conversation;
 mod error;
-pub mod events;
+mod execution;
 pub mod gate;
-pub mod idempotency;
 pub mod integrity;
-pub mod journal;
-pub mod lease;
-pub mod mcp;
 pub mod migrate;
 mod open;
 pub mod payload;
-pub mod providers;
 mod query;
-pub mod runs;
-pub mod secrets;
-pub mod sessions;
 mod storage;
 pub mod tools;
-pub mod triggers;
-pub mod waits;
-pub mod watermarks;
 
+pub use conversation::{
+    accounts, agents, deletion, events, idempotency, providers, secrets, sessions,
+};
 pub use error::{Error, ErrorKind, Refusal, Result};
+pub use execution::{journal, lease, runs, triggers, waits, watermarks};
 pub use query::Query;
 pub use seed_agents_macros::{query, query_as, Row};
+pub use tools::{continuations, drafts, mcp};
 
 // The macros name `::seed_agents_store`, which this lets the crate use on itself.
 extern crate self as seed_agents_store;
