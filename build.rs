@@ -5,7 +5,12 @@
 
 fn main() {
     let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    if let Err(e) = seed_agents_codegen::Builder::new(root).run() {
+    if let Err(e) = seed_agents_codegen::Builder::new(root)
+        // Rows are written only through the store's operations, which keep the invariants
+        // that span rows; reads stay public.
+        .write_helpers(seed_agents_codegen::emit::rust::WriteHelpers::Crate)
+        .run()
+    {
         eprintln!("error: {e}");
         std::process::exit(1);
     }

@@ -17,11 +17,12 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
-use seed_agents_store::accounts::new_id;
 use seed_agents_store::agents::NewAgent;
+use seed_agents_store::clock::{Clock, SystemClock};
+use seed_agents_store::ids::new_id;
 use seed_agents_store::payload::*;
 use seed_agents_store::sessions::NewSession;
-use seed_agents_store::Store;
+use seed_agents_store::{Durability, Store};
 use std::time::{Duration, Instant};
 
 const ACCOUNT: &str = "acct";
@@ -49,10 +50,11 @@ fn event(i: usize) -> SessionEventPayload {
 /// A store with one agent and one top-level session; returns the session id.
 fn setup(dir: &tempfile::TempDir, name: &str, synchronous: &str) -> (Store, String) {
     let mut store = Store::open(dir.path().join(name)).unwrap();
-    store
-        .conn()
-        .pragma_update(None, "synchronous", synchronous)
-        .unwrap();
+    let durability = match synchronous {
+        "FULL" => Durability::Full,
+        _ => Durability::Normal,
+    };
+    store.set_durability(durability).unwrap();
     let agent = store
         .create_agent(
             ACCOUNT,
@@ -80,6 +82,25 @@ fn setup(dir: &tempfile::TempDir, name: &str, synchronous: &str) -> (Store, Stri
 
 /// The append, written by hand: the same statements as the store's, the same rollup rule
 /// (a user message in a top-level session moves the message columns).
+/// The plain side: a store's file with its agent and session, then a plain rusqlite connection
+/// configured as the store configures its own (cache, mmap, foreign keys, `synchronous`).
+fn setup_plain(dir: &tempfile::TempDir, name: &str, synchronous: &str) -> (Connection, String) {
+    let (store, session) = setup(dir, name, synchronous);
+    let conn = Connection::open(store.path()).unwrap();
+    drop(store);
+    conn.execute_batch(&format!(
+        "PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; PRAGMA mmap_size = 536870912; \
+         PRAGMA temp_store = MEMORY; PRAGMA synchronous = {synchronous};"
+    ))
+    .unwrap();
+    (conn, session)
+}
+
+/// Now, in epoch milliseconds, as the store's clock reads it.
+fn now_ms() -> i64 {
+    SystemClock.now_ms()
+}
+
 fn plain_append(conn: &mut Connection, now: i64, session_id: &str, event: &SessionEventPayload) {
     let bytes = serde_ipld_dagcbor::to_vec(event).unwrap();
     let tx = conn
@@ -194,7 +215,7 @@ fn bench(c: &mut Criterion) {
             &format!("paired-store-{synchronous}.sqlite"),
             synchronous,
         );
-        let (mut plain, plain_session) = setup(
+        let (mut plain, plain_session) = setup_plain(
             &dir,
             &format!("paired-plain-{synchronous}.sqlite"),
             synchronous,
@@ -209,15 +230,15 @@ fn bench(c: &mut Criterion) {
             },
             || {
                 j += 1;
-                let now = plain.now_ms();
-                plain_append(plain.conn_mut(), now, &plain_session, &event(j));
+                let now = now_ms();
+                plain_append(&mut plain, now, &plain_session, &event(j));
             },
         );
     }
     for synchronous in ["FULL", "NORMAL"] {
         let (mut store, session) = setup(&dir, &format!("store-{synchronous}.sqlite"), synchronous);
         let (mut plain, plain_session) =
-            setup(&dir, &format!("plain-{synchronous}.sqlite"), synchronous);
+            setup_plain(&dir, &format!("plain-{synchronous}.sqlite"), synchronous);
         let mut g = c.benchmark_group(format!("event_append_{synchronous}"));
         g.measurement_time(Duration::from_secs(8));
         g.sample_size(30);
@@ -232,19 +253,19 @@ fn bench(c: &mut Criterion) {
         g.bench_function("plain", |b| {
             b.iter(|| {
                 i += 1;
-                let now = plain.now_ms();
-                plain_append(plain.conn_mut(), now, &plain_session, &event(i));
+                let now = now_ms();
+                plain_append(&mut plain, now, &plain_session, &event(i));
             })
         });
         g.finish();
     }
 
     let (mut store, session) = setup(&dir, "replay-store.sqlite", "NORMAL");
-    let (mut plain, plain_session) = setup(&dir, "replay-plain.sqlite", "NORMAL");
+    let (mut plain, plain_session) = setup_plain(&dir, "replay-plain.sqlite", "NORMAL");
     for i in 0..REPLAYED {
         store.append_event(ACCOUNT, &session, &event(i)).unwrap();
-        let now = plain.now_ms();
-        plain_append(plain.conn_mut(), now, &plain_session, &event(i));
+        let now = now_ms();
+        plain_append(&mut plain, now, &plain_session, &event(i));
     }
     paired(
         "event_replay_1000",
@@ -258,12 +279,7 @@ fn bench(c: &mut Criterion) {
                 REPLAYED
             )
         },
-        || {
-            assert_eq!(
-                plain_replay(plain.conn(), &plain_session, 0).len(),
-                REPLAYED
-            )
-        },
+        || assert_eq!(plain_replay(&plain, &plain_session, 0).len(), REPLAYED),
     );
     let mut g = c.benchmark_group("event_replay_1000");
     g.measurement_time(Duration::from_secs(5));
@@ -276,7 +292,7 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("plain", |b| {
         b.iter(|| {
-            let events = plain_replay(plain.conn(), &plain_session, 0);
+            let events = plain_replay(&plain, &plain_session, 0);
             assert_eq!(events.len(), REPLAYED);
             events
         })

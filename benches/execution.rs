@@ -9,7 +9,7 @@
 //! FULL, every commit is an fsync of a few milliseconds on this machine and the comparison would
 //! measure the disk, not the code.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -21,10 +21,11 @@ use seed_agents_store::payload::{
     AgentTriggerSource, JournalEntryBody, OpenMap, RunInput, Schedule, ScheduleInterval,
     ScheduleSource, TriggerActivity, WorkflowJournalEntry,
 };
-use seed_agents_store::runs::{hot_queries, ClaimLimits, NewRun, LEASE_MS};
+use seed_agents_store::plans::hot_queries;
+use seed_agents_store::runs::{ClaimLimits, NewRun, LEASE_MS};
 use seed_agents_store::schema::runs::{Kind, Origin};
 use seed_agents_store::triggers::{FiringKey, FiringRequest, NewTrigger};
-use seed_agents_store::Store;
+use seed_agents_store::{Durability, Store};
 
 const ACCOUNT: &str = "acct";
 const T: i64 = 1_764_000_000_000;
@@ -91,7 +92,7 @@ fn relaxed(conn: &Connection) {
 }
 
 /// A plain connection configured like the store's (the pragmas that matter for these statements).
-fn plain_conn(path: &PathBuf) -> Connection {
+fn plain_conn(path: &Path) -> Connection {
     let conn = Connection::open(path).unwrap();
     conn.busy_timeout(Duration::from_secs(5)).unwrap();
     conn.pragma_update(None, "foreign_keys", true).unwrap();
@@ -148,7 +149,9 @@ fn claim(c: &mut Criterion) {
     for n in [1_000, 1_000_000] {
         let path = queued_db(n);
         let mut store = Store::open(&path).unwrap();
-        relaxed(store.conn());
+        store.set_durability(Durability::Normal).unwrap();
+        // The store's own connection is read-only: the untimed reset goes through another.
+        let side = plain_conn(&path);
         group.bench_function(format!("store, {n} queued"), |b| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
@@ -159,7 +162,7 @@ fn claim(c: &mut Criterion) {
                         .unwrap()
                         .unwrap();
                     total += start.elapsed();
-                    unclaim(store.conn(), &run.id);
+                    unclaim(&side, &run.id);
                 }
                 total
             })
@@ -186,8 +189,7 @@ fn claim(c: &mut Criterion) {
 fn small_store() -> (tempfile::TempDir, Store, Claim, String) {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path().join("agents.sqlite")).unwrap();
-    store
-        .conn()
+    plain_conn(store.path())
         .execute_batch(&format!(
             "INSERT INTO accounts (id, created_at, updated_at) VALUES ('{ACCOUNT}', {T}, {T});
              INSERT INTO agents (id, account_id, definition_cbor, state_dir, status, created_at, updated_at)
@@ -224,7 +226,7 @@ fn small_store() -> (tempfile::TempDir, Store, Claim, String) {
         .unwrap()
         .trigger
         .id;
-    relaxed(store.conn());
+    store.set_durability(Durability::Normal).unwrap();
     (dir, store, claim, trigger)
 }
 
@@ -248,6 +250,8 @@ fn journal(c: &mut Criterion) {
     let (_dir, mut store, claim, _) = small_store();
     let run_id = claim.run_id.clone();
     let path = store.path().to_path_buf();
+    // The store's own connection is read-only: the untimed clearing goes through another.
+    let side = plain_conn(&path);
     let mut group = c.benchmark_group("journal append");
     group
         .sample_size(30)
@@ -257,9 +261,7 @@ fn journal(c: &mut Criterion) {
             let mut total = Duration::ZERO;
             for i in 0..iters {
                 if i % JOURNAL_WINDOW == 0 {
-                    store
-                        .conn()
-                        .execute("DELETE FROM run_journal WHERE run_id = ?1", [&run_id])
+                    side.execute("DELETE FROM run_journal WHERE run_id = ?1", [&run_id])
                         .unwrap();
                 }
                 let start = Instant::now();
@@ -341,7 +343,7 @@ fn admission(c: &mut Criterion) {
         b.iter(|| {
             next += 1;
             let activity = seed_agents_store::cbor::to_vec(&TriggerActivity::default()).unwrap();
-            let id = seed_agents_store::accounts::new_id();
+            let id = seed_agents_store::ids::new_id();
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .unwrap();

@@ -23,8 +23,10 @@ fn large_database() -> PathBuf {
         return path;
     }
     let _ = std::fs::remove_file(&path);
-    let mut store = Store::open(&path).unwrap();
-    let tx = store.conn_mut().transaction().unwrap();
+    let store = Store::open(&path).unwrap();
+    // Bulk rows through a plain connection: the store's own is read-only.
+    let mut plain = rusqlite::Connection::open(store.path()).unwrap();
+    let tx = plain.transaction().unwrap();
     let t = 1_764_000_000_000i64;
     tx.execute("INSERT INTO accounts VALUES ('acct', ?1, ?1)", [t])
         .unwrap();

@@ -2,44 +2,49 @@
 //!
 //! `schema.sql` is the fresh-install baseline and `migrations/` the history from genesis; the
 //! build replays both in SQLite, fails on any drift, and generates [`schema`]: typed rows,
-//! sea-query column identifiers and query helpers for every table. [`Store::open`] gates the file
+//! sea-query column identifiers and read helpers for every table. [`Store::open`] gates the file
 //! (refusing unknown, newer or structurally different databases), migrates it and configures it.
+//! Every write is a domain operation on [`Store`] (one transaction that keeps the invariants);
+//! [`Store::conn`] is a read-only connection for the generated helpers and your own queries.
 //!
 //! ```
 //! use seed_agents_store::{schema::accounts, Store};
 //!
 //! let dir = tempfile::tempdir()?;
-//! let store = Store::open(dir.path().join("agents.sqlite"))?;
-//! accounts::insert(store.conn(), &accounts::Row {
-//!     id: "acct-1".into(),
-//!     created_at: 1_764_000_000_000,
-//!     updated_at: 1_764_000_000_000,
-//! })?;
-//! let row = accounts::get(store.conn(), "acct-1")?.expect("just inserted");
-//! assert_eq!(row.created_at, 1_764_000_000_000);
+//! let mut store = Store::open(dir.path().join("agents.sqlite"))?;
+//! store.touch_account("acct-1")?;
+//! let row = accounts::get(store.conn(), "acct-1")?.expect("just created");
+//! assert_eq!(row.created_at, row.updated_at);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 pub mod busy;
 pub mod cbor;
+mod check;
 pub mod clock;
 mod conversation;
 mod error;
 mod execution;
 pub mod gate;
+pub mod ids;
 pub mod integrity;
 pub mod migrate;
 mod open;
+pub mod paging;
 pub mod payload;
 mod query;
 mod storage;
 pub mod tools;
+mod write;
 
 pub use conversation::{
     accounts, agents, deletion, events, idempotency, providers, secrets, sessions,
 };
 pub use error::{Error, ErrorKind, Refusal, Result};
 pub use execution::{journal, lease, runs, triggers, waits, watermarks};
+// The query-plan registry, for the plan tests and benchmarks only.
+#[doc(hidden)]
+pub use execution::plans;
 pub use query::Query;
 pub use seed_agents_macros::{query, query_as, Row};
 pub use tools::{continuations, drafts, mcp};
@@ -51,13 +56,17 @@ extern crate self as seed_agents_store;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
-pub use migrate::{Migration, Outcome};
-pub use open::{resolve_path, status, Status, Store, Verdict, DB_PATH_ENV, DEFAULT_DB_PATH};
+pub use migrate::{EmbeddedMigration, Outcome};
+pub use open::{
+    resolve_path, status, Durability, StatusReport, Store, Verdict, DB_PATH_ENV, DEFAULT_DB_PATH,
+};
 
 /// Generated from schema.sql and migrations/ at build time: one module per table with its row
 /// struct, enums, sea-query identifiers and query helpers, plus the version, the migrations and
 /// the structural fingerprint of every version.
+// `dead_code`: the crate-private write helpers of tables no operation writes that way.
 #[allow(
+    dead_code,
     missing_docs,
     clippy::all,
     clippy::too_many_arguments,
@@ -65,6 +74,9 @@ pub use open::{resolve_path, status, Status, Store, Verdict, DB_PATH_ENV, DEFAUL
 )]
 pub mod schema {
     include!(concat!(env!("OUT_DIR"), "/schema.rs"));
+
+    #[cfg(test)]
+    mod tests;
 }
 
 /// The one home of what generated code and the query macros reach the runtime through.
@@ -74,7 +86,7 @@ pub mod schema {
 pub mod __private {
     pub use crate::cbor::Cbor;
     pub use crate::error::{Error, Result};
-    pub use crate::migrate::Migration;
+    pub use crate::migrate::EmbeddedMigration;
     pub use crate::payload;
     pub use crate::query::{
         bind_check, enum_from_column, field_check, field_check_by, BindsTo, FromColumn,

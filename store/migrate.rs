@@ -14,7 +14,7 @@ use std::path::Path;
 
 /// One migration: the SQL that brings a database from `version - 1` to `version`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Migration {
+pub struct EmbeddedMigration {
     /// The version this migration brings a database to.
     pub version: u32,
     /// The file stem, e.g. `0024_signer_capability`.
@@ -78,7 +78,7 @@ pub(crate) fn apply(
     conn: &Connection,
     path: &Path,
     from: u32,
-    migrations: &[Migration],
+    migrations: &[EmbeddedMigration],
 ) -> Result<()> {
     let to = migrations.last().map_or(from, |m| m.version);
     for m in migrations {
@@ -151,12 +151,12 @@ mod tests {
         at_version(&conn, 3);
         let before = tables(&conn);
         let batch = [
-            Migration {
+            EmbeddedMigration {
                 version: 4,
                 name: "0004_ok",
                 sql: "CREATE TABLE extra (id TEXT PRIMARY KEY) WITHOUT ROWID;",
             },
-            Migration {
+            EmbeddedMigration {
                 version: 5,
                 name: "0005_broken",
                 sql: "ALTER TABLE no_such_table ADD COLUMN x TEXT;",

@@ -50,7 +50,11 @@ pub fn resolve_path(flag: Option<&Path>) -> PathBuf {
 /// ```
 #[derive(Debug)]
 pub struct Store {
+    /// The connection writes go through; reached only by [`Store::write`].
     conn: Connection,
+    /// The `query_only` connection [`Store::conn`] hands out; `None` on a read-only store, whose
+    /// one connection is `query_only` already.
+    reader: Option<Connection>,
     path: Arc<Path>,
     read_only: bool,
     outcome: Outcome,
@@ -94,8 +98,10 @@ impl Store {
         let state = gate::inspect(&conn, &path)?;
         let outcome = migrate::upgrade(&mut conn, &path, state).map_err(|e| e.at(&path))?;
         configure(&conn).map_err(|e| after_commit(e.at(&path), &path, outcome))?;
+        let reader = open_reader(&path).map_err(|e| after_commit(e.at(&path), &path, outcome))?;
         Ok(Store {
             conn,
+            reader: Some(reader),
             path: shared,
             read_only: false,
             outcome,
@@ -142,6 +148,7 @@ impl Store {
         configure_cache(&conn).map_err(|e| e.at(&path))?;
         Ok(Store {
             conn,
+            reader: None,
             path: shared,
             read_only: true,
             outcome: Outcome::Current { version: latest },
@@ -174,16 +181,47 @@ impl Store {
         self.outcome
     }
 
-    /// The connection, for generated helpers and domain operations.
+    /// A read-only connection (`PRAGMA query_only`), for the generated read helpers, the query
+    /// macros and any SQL of your own that reads. A statement that would write fails with
+    /// [`Error::ReadOnly`]: writes go through the domain operations, which keep the invariants.
+    ///
+    /// # Examples
+    /// ```
+    /// use seed_agents_store::{schema::accounts, Store};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let mut store = Store::open(dir.path().join("agents.sqlite"))?;
+    /// store.touch_account("acct-1")?;
+    /// assert!(accounts::get(store.conn(), "acct-1")?.is_some());
+    /// let write = store.conn().execute("DELETE FROM accounts", []);
+    /// assert!(write.is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn conn(&self) -> &Connection {
         error::working_on(&self.path, self.read_only);
-        &self.conn
+        self.reader.as_ref().unwrap_or(&self.conn)
     }
 
-    /// The connection, mutably (to start transactions).
-    pub fn conn_mut(&mut self) -> &mut Connection {
+    /// The write connection, for the transaction frame.
+    pub(crate) fn writer(&mut self) -> &mut Connection {
         error::working_on(&self.path, self.read_only);
         &mut self.conn
+    }
+
+    /// Sets how long a commit waits for the disk. [`Durability::Full`] (the default) makes every
+    /// committed write survive a power cut; [`Durability::Normal`] can lose the last commits to
+    /// one (never the file's integrity, in WAL mode) for faster writes. For this store only,
+    /// until it is dropped.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] when the pragma fails.
+    pub fn set_durability(&mut self, durability: Durability) -> Result<()> {
+        let mode = match durability {
+            Durability::Full => "FULL",
+            Durability::Normal => "NORMAL",
+        };
+        self.writer().pragma_update(None, "synchronous", mode)?;
+        Ok(())
     }
 
     /// Row counts of every table, in schema order.
@@ -215,6 +253,18 @@ fn after_commit(e: Error, path: &Path, outcome: Outcome) -> Error {
 }
 
 /// Memory pragmas, which write nothing.
+/// The second connection of a read-write store: the same file, `query_only`, with the same
+/// busy handler, foreign keys and cache as the writer.
+fn open_reader(path: &Path) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let mut conn = Connection::open_with_flags(path, flags)?;
+    crate::busy::install(&mut conn)?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    conn.pragma_update(None, "query_only", true)?;
+    configure_cache(&conn)?;
+    Ok(conn)
+}
+
 fn configure_cache(conn: &Connection) -> Result<()> {
     conn.pragma_update(None, "cache_size", -65_536)?; // 64 MiB
     conn.pragma_update(None, "mmap_size", 536_870_912)?; // 512 MiB
@@ -277,9 +327,20 @@ fn configure(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// How long a commit waits for the disk (SQLite's `synchronous`); see
+/// [`Store::set_durability`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Every commit is on the disk before it returns (`synchronous = FULL`).
+    Full,
+    /// Commits reach the disk at checkpoints; a power cut can lose the last ones
+    /// (`synchronous = NORMAL`).
+    Normal,
+}
+
 /// What `status` found, read-only.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Status {
+pub struct StatusReport {
     /// The database file.
     pub path: PathBuf,
     /// What the gate says.
@@ -313,12 +374,12 @@ pub enum Verdict {
 /// [`Error::HotJournal`] when an interrupted write must be rolled back first;
 /// [`Error::NotAFilePath`], [`Error::Busy`] and the other environment variants for trouble with
 /// the path or the medium; [`Error::Sqlite`] otherwise.
-pub fn status(path: impl AsRef<Path>) -> Result<Status> {
+pub fn status(path: impl AsRef<Path>) -> Result<StatusReport> {
     let path = path.as_ref().to_path_buf();
     let supported = schema::SCHEMA_VERSION;
     storage::check_path(&path)?;
     if !path.exists() {
-        return Ok(Status {
+        return Ok(StatusReport {
             path,
             verdict: Verdict::Missing,
             supported,
@@ -338,7 +399,7 @@ pub fn status(path: impl AsRef<Path>) -> Result<Status> {
             Err(e) => return Err(e),
         })
     })?;
-    Ok(Status {
+    Ok(StatusReport {
         path,
         verdict,
         supported,
@@ -362,5 +423,27 @@ pub(crate) fn snapshot<T>(path: &Path, look: impl Fn(&Connection) -> Result<T>) 
         if attempts == 5 || unchanged.is_none_or(|u| u.holds()) {
             return seen;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durability_sets_the_writers_synchronous_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path().join("d.sqlite")).unwrap();
+        let mode = |store: &mut Store| -> i64 {
+            store
+                .writer()
+                .query_row("PRAGMA synchronous", [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(mode(&mut store), 2, "FULL by default");
+        store.set_durability(Durability::Normal).unwrap();
+        assert_eq!(mode(&mut store), 1);
+        store.set_durability(Durability::Full).unwrap();
+        assert_eq!(mode(&mut store), 2);
     }
 }

@@ -121,7 +121,12 @@ fn cases() -> Vec<Case> {
             )),
         case!("events::append_event", "NotFound(session)", |s, a, _| {
             let now = s.now_ms();
-            let tx = s.conn_mut().transaction().unwrap();
+            // The building block runs inside a transaction the caller opened on its own
+            // connection (the store's is read-only); dropping it rolls back.
+            let mut conn = rusqlite::Connection::open(s.path()).unwrap();
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .unwrap();
             seed_agents_store::events::append_event(
                 &tx,
                 now,
@@ -276,8 +281,7 @@ fn cases() -> Vec<Case> {
             )),
         case!("set_trigger_enabled", "NotFound(trigger)", |s, a, _| s
             .set_trigger_enabled(B, &a.schedule_trigger, false)),
-        case!("list_triggers", "Ok([])", |s, a, _| s
-            .list_triggers(B, &a.agent)),
+        case!("triggers", "Ok([])", |s, a, _| s.triggers(B, &a.agent)),
         case!("delete_trigger", "Ok(false)", |s, a, _| s
             .delete_trigger(B, &a.schedule_trigger)),
         case!(
@@ -367,10 +371,10 @@ fn cases() -> Vec<Case> {
                     run_id: Some(a.firing_run.clone()),
                 }
             )),
-        case!("list_firings", "Ok([])", |s, a, _| s
-            .list_firings(B, &a.schedule_trigger)),
-        case!("list_trigger_claims", "Ok([])", |s, a, _| s
-            .list_trigger_claims(B, &a.activity_trigger)),
+        case!("firings", "Ok([])", |s, a, _| s
+            .firings(B, &a.schedule_trigger)),
+        case!("trigger_claims", "Ok([])", |s, a, _| s
+            .trigger_claims(B, &a.activity_trigger)),
         case!(
             "webhook_secret",
             "NotFound(webhook credential)",
@@ -410,10 +414,9 @@ fn cases() -> Vec<Case> {
             }
         ),
         case!("run", "Ok(None)", |s, a, _| s.run(B, &a.running_run)),
-        case!("list_run_tree", "Ok([])", |s, a, _| s
-            .list_run_tree(B, &a.parent_run)),
-        case!("list_session_runs", "Ok([])", |s, a, _| s
-            .list_session_runs(B, &a.session)),
+        case!("run_tree", "Ok([])", |s, a, _| s.run_tree(B, &a.parent_run)),
+        case!("session_runs", "Ok([])", |s, a, _| s
+            .session_runs(B, &a.session)),
         case!("find_child_by_tool_call", "Ok(None)", |s, a, _| s
             .find_child_by_tool_call(B, &a.parent_run, &a.child_call)),
         case!("claim_run", "NotFound(run)", |s, a, _| s.claim_run(

@@ -307,8 +307,9 @@ fn short_blobs_failed_tags_and_a_missing_key_are_distinct_errors() {
         Err(Error::SecretTagMismatch)
     ));
     // Removing the key makes stored secrets undecryptable, and decrypting does not recreate it.
-    store
-        .conn()
+    // (A plain connection: the store's own is read-only and never deletes the key.)
+    rusqlite::Connection::open(store.path())
+        .unwrap()
         .execute(
             "DELETE FROM server_config WHERE key = ?1",
             [KEY_CONFIG_NAME],

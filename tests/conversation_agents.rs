@@ -4,8 +4,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use seed_agents_store::agents::{Access, Cursor, NewAgent};
+use seed_agents_store::agents::{Access, NewAgent};
 use seed_agents_store::clock::ManualClock;
+use seed_agents_store::paging::Cursor;
 use seed_agents_store::payload::*;
 use seed_agents_store::schema::agent_collaborators::{Role, Status as InviteStatus};
 use seed_agents_store::schema::agents::Status;

@@ -56,7 +56,8 @@ fn prefill(f: &Fixture, run_id: &str, n: i64, bytes: usize) {
         extra,
     }))
     .unwrap();
-    let tx = f.store.conn().unchecked_transaction().unwrap();
+    let mut conn = raw(&f.store);
+    let tx = conn.transaction().unwrap();
     for seq in 1..=n {
         tx.execute(
             "INSERT INTO run_journal (run_id, seq, entry_cbor, created_at) VALUES (?1, ?2, ?3, ?4)",

@@ -1,11 +1,12 @@
 //! `EXPLAIN QUERY PLAN` pins the index of every hot execution-state query (claim, tree, session
-//! runs, waits by timeout, firings by trigger, and the rest of `runs::hot_queries`), on a database
+//! runs, waits by timeout, firings by trigger, and the rest of `plans::hot_queries`), on a database
 //! with planner statistics, so a planner change or a dropped `INDEXED BY` fails here.
 
 mod execution_common;
 
 use execution_common::*;
-use seed_agents_store::runs::{hot_queries, ClaimLimits};
+use seed_agents_store::plans::hot_queries;
+use seed_agents_store::runs::ClaimLimits;
 
 /// The plan of `sql`, one line per step.
 fn plan(conn: &rusqlite::Connection, sql: &str) -> Vec<String> {
@@ -36,10 +37,12 @@ fn every_hot_query_uses_its_index_and_scans_no_table() {
             f.store.claim_run(A, &run.id, "w").unwrap();
         }
     }
-    f.store.conn().execute_batch("ANALYZE").unwrap();
-    let conn = f.store.conn();
+    // The plans are read on the connection that gathered the statistics (the store's own is
+    // read-only, and another connection loads new statistics only when it reopens).
+    let conn = raw(&f.store);
+    conn.execute_batch("ANALYZE").unwrap();
     for (name, sql, index) in hot_queries() {
-        let lines = plan(conn, sql);
+        let lines = plan(&conn, sql);
         let text = lines.join("\n");
         assert!(text.contains(index), "{name} does not use {index}:\n{text}");
         for line in &lines {

@@ -143,8 +143,6 @@ fn signal_racer(store: &mut Store, part: &str, runs: &[String]) -> usize {
 
 fn queue_runs(f: &mut Fixture) {
     let sessions: Vec<String> = (0..SESSIONS).map(|i| f.session(&format!("s{i}"))).collect();
-    let tx = f.store.conn().unchecked_transaction().unwrap();
-    drop(tx);
     for i in 0..RUNS {
         let run = if i % 2 == 0 {
             agent_run(&sessions[i % SESSIONS], &format!("agent {i}"))
@@ -299,7 +297,7 @@ fn threads_admit_one_firing_per_key() {
         .filter(|a| *a)
         .count();
     assert_eq!(admitted, 1);
-    assert_eq!(f.store.list_firings(A, &trigger).unwrap().len(), 1);
+    assert_eq!(f.store.firings(A, &trigger).unwrap().len(), 1);
 }
 
 #[test]
@@ -480,7 +478,7 @@ fn processes_admit_one_firing_per_key() {
         .count();
     assert_eq!(admitted, 1);
     assert_eq!(results.iter().flat_map(|(_, l)| l).count(), WORKERS);
-    assert_eq!(f.store.list_firings(A, &trigger).unwrap().len(), 1);
+    assert_eq!(f.store.firings(A, &trigger).unwrap().len(), 1);
 }
 
 #[test]

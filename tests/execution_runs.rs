@@ -97,7 +97,7 @@ fn a_duplicate_enqueue_with_a_chosen_id_returns_the_existing_row_and_never_anoth
     new.title = "second".into();
     let again = f.store.enqueue_run(&new).unwrap();
     assert_eq!(again, first);
-    assert_eq!(f.store.list_run_tree(A, "run-fixed").unwrap().len(), 1);
+    assert_eq!(f.store.run_tree(A, "run-fixed").unwrap().len(), 1);
 
     let mut theirs = NewRun::new(
         B,
@@ -833,16 +833,16 @@ fn tree_session_and_tool_call_lookups() {
     let later = f.store.enqueue_run(&agent_run(&s, "later")).unwrap();
     let tree: Vec<String> = f
         .store
-        .list_run_tree(A, &root.id)
+        .run_tree(A, &root.id)
         .unwrap()
         .into_iter()
         .map(|r| r.id)
         .collect();
     assert_eq!(tree, [root.id.clone(), child.id.clone()]);
-    assert!(f.store.list_run_tree(B, &root.id).unwrap().is_empty());
+    assert!(f.store.run_tree(B, &root.id).unwrap().is_empty());
     let in_session: Vec<String> = f
         .store
-        .list_session_runs(A, &s)
+        .session_runs(A, &s)
         .unwrap()
         .into_iter()
         .map(|r| r.id)

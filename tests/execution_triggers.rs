@@ -7,7 +7,7 @@ use seed_agents_store::cbor::Cbor;
 use seed_agents_store::payload::*;
 use seed_agents_store::runs::{ClaimLimits, NewRun, RunOutcome};
 use seed_agents_store::schema::runs::{Kind, Origin};
-use seed_agents_store::schema::{agent_triggers, trigger_firings, webhook_trigger_credentials};
+use seed_agents_store::schema::{trigger_firings, webhook_trigger_credentials};
 use seed_agents_store::triggers::*;
 use seed_agents_store::Error;
 
@@ -118,8 +118,8 @@ fn create_update_enable_list_and_validate() {
             .unwrap()
             .enabled
     );
-    assert_eq!(f.store.list_triggers(A, AGENT).unwrap().len(), 1);
-    assert!(f.store.list_triggers(B, AGENT).unwrap().is_empty());
+    assert_eq!(f.store.triggers(A, AGENT).unwrap().len(), 1);
+    assert!(f.store.triggers(B, AGENT).unwrap().is_empty());
     assert!(f.store.trigger(B, &t.id).unwrap().is_none());
 
     let bad = [
@@ -201,27 +201,13 @@ fn a_legacy_single_source_row_reads_unchanged() {
     legacy.insert("account".into(), Ipld::String("z6Mk".into()));
     legacy.insert("legacyFlag".into(), Ipld::Bool(true));
     let bytes = seed_agents_store::cbor::to_vec(&legacy).unwrap();
-    agent_triggers::insert(
-        f.store.conn(),
-        &agent_triggers::Row {
-            id: "legacy".into(),
-            account_id: A.into(),
-            agent_id: AGENT.into(),
-            name: "old".into(),
-            enabled: true,
-            source_cbor: Cbor::from_bytes(bytes.clone()),
-            prompt: "p".into(),
-            continuation_cbor: None,
-            cooldown_ms: None,
-            merged_into: None,
-            created_at: T0,
-            updated_at: T0,
-            last_checked_at: None,
-            last_fired_at: None,
-            last_error: None,
-        },
-    )
-    .unwrap();
+    raw(&f.store)
+        .execute(
+            "INSERT INTO agent_triggers (id, account_id, agent_id, name, enabled, source_cbor, prompt, created_at, updated_at)
+             VALUES ('legacy', ?1, ?2, 'old', 1, ?3, 'p', ?4, ?4)",
+            (A, AGENT, &bytes, T0),
+        )
+        .unwrap();
     let row = f.store.trigger(A, "legacy").unwrap().unwrap();
     assert_eq!(row.source_cbor.as_bytes(), bytes.as_slice());
     let source = row.source_cbor.decode().unwrap();
@@ -380,7 +366,7 @@ fn activity_admission_claims_first_and_snapshots_the_context() {
         ("watch", "prompt of watch")
     );
     assert_eq!(context.matched, Some(matched));
-    let claims = f.store.list_trigger_claims(A, &t.id).unwrap();
+    let claims = f.store.trigger_claims(A, &t.id).unwrap();
     assert_eq!(claims.len(), 1);
     assert_eq!(
         (
@@ -410,7 +396,7 @@ fn activity_admission_claims_first_and_snapshots_the_context() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(f.store.list_firings(A, &t.id).unwrap().len(), 1);
+    assert_eq!(f.store.firings(A, &t.id).unwrap().len(), 1);
 }
 
 #[test]
@@ -594,7 +580,7 @@ fn a_reused_idempotency_key_with_another_body_is_refused() {
                 .unwrap(),
         );
     }
-    assert_eq!(f.store.list_firings(A, &t.id).unwrap().len(), 3);
+    assert_eq!(f.store.firings(A, &t.id).unwrap().len(), 3);
 }
 
 #[test]
@@ -621,7 +607,7 @@ fn delete_detaches_runs_and_removes_firings_claims_and_credentials_at_once() {
         run.trigger_firing_id, None,
         "the run keeps its history, detached"
     );
-    assert!(f.store.list_firings(A, &t.id).unwrap().is_empty());
+    assert!(f.store.firings(A, &t.id).unwrap().is_empty());
     assert!(webhook_trigger_credentials::get(f.store.conn(), A, &t.id)
         .unwrap()
         .is_none());
@@ -655,8 +641,7 @@ fn combining_retires_one_trigger_into_the_other_in_one_transaction() {
             ))
             .unwrap(),
     );
-    f.store
-        .conn()
+    raw(&f.store)
         .execute(
             "UPDATE trigger_firings SET context_cbor = NULL WHERE id = ?1",
             [&legacy.id],
@@ -713,7 +698,7 @@ fn combining_retires_one_trigger_into_the_other_in_one_transaction() {
     // Union of claims: e-2 now dedupes on the survivor; firings keep their ids and triggers.
     let mut keys: Vec<String> = f
         .store
-        .list_trigger_claims(A, &survivor.id)
+        .trigger_claims(A, &survivor.id)
         .unwrap()
         .into_iter()
         .map(|c| c.activity_key)
@@ -756,10 +741,7 @@ fn combining_retires_one_trigger_into_the_other_in_one_transaction() {
     }
     // Deleting the retired predecessor keeps the claims the survivor imported.
     f.store.delete_trigger(A, &retired.id).unwrap();
-    assert_eq!(
-        f.store.list_trigger_claims(A, &survivor.id).unwrap().len(),
-        2
-    );
+    assert_eq!(f.store.trigger_claims(A, &survivor.id).unwrap().len(), 2);
     assert!(matches!(
         f.store
             .admit_firing(&request(
@@ -873,7 +855,7 @@ fn watermarks_cursor_poll_success_and_error() {
         (row.cursor_cbor.decode().unwrap(), row.last_error.as_deref()),
         (cursor, Some("again"))
     );
-    assert_eq!(f.store.list_watermarks(A).unwrap().len(), 1);
+    assert_eq!(f.store.watermarks(A).unwrap().len(), 1);
     assert!(f.store.watermark(B, url).unwrap().is_none());
     assert!(matches!(
         f.store.record_watermark_poll(A, " ").unwrap_err(),

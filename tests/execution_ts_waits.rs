@@ -43,8 +43,7 @@ fn park_as_typescript(f: &mut Fixture, id: &str, wait: &[u8], not_before: Option
         extra: Default::default(),
     });
     f.store.park_run(&held(&f.store, A, id), &stand_in).unwrap();
-    f.store
-        .conn()
+    raw(&f.store)
         .execute(
             "UPDATE runs SET wait_cbor = ?1, not_before = ?2 WHERE id = ?3",
             (wait, not_before, id),
@@ -101,8 +100,7 @@ fn an_event_wait_written_by_typescript_takes_its_signal() {
         Some(T0 + 3_600_000),
     );
     let criteria = seed_agents_store::cbor::to_vec(&signal("approve")).unwrap();
-    f.store
-        .conn()
+    raw(&f.store)
         .execute(
             "INSERT INTO run_event_waits (run_id, wait_id, account_id, match_cbor, timeout_at, created_at)
              VALUES (?1, '8', ?2, ?3, ?4, ?5)",

@@ -1,23 +1,19 @@
 //! The checked-SQL macros at run time: typed records, user types, partial projections, and the
 //! typed errors of values outside their set.
 
-use seed_agents_store::schema::{accounts, runs};
+use seed_agents_store::schema::runs;
 use seed_agents_store::{query, query_as, Error, Row, Store};
 
 const T: i64 = 1_764_000_000_000;
 
-fn store() -> (tempfile::TempDir, Store) {
+/// A store with account `acct` and runs r1 (queued) and r2 (running), plus a plain writable
+/// connection to the same file: the store's own connection is read-only, and these tests check
+/// the macros on writes too (as another process writing the file would run them).
+fn store() -> (tempfile::TempDir, Store, rusqlite::Connection) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("m.sqlite")).unwrap();
-    accounts::insert(
-        store.conn(),
-        &accounts::Row {
-            id: "acct".into(),
-            created_at: T,
-            updated_at: T,
-        },
-    )
-    .unwrap();
+    let mut store = Store::open(dir.path().join("m.sqlite")).unwrap();
+    store.touch_account("acct").unwrap();
+    let raw = rusqlite::Connection::open(store.path()).unwrap();
     for (id, status, title) in [
         ("r1", runs::Status::Queued, Some("one")),
         ("r2", runs::Status::Running, None),
@@ -30,15 +26,15 @@ fn store() -> (tempfile::TempDir, Store) {
             status,
             T
         )
-        .execute(store.conn())
+        .execute(&raw)
         .unwrap();
     }
-    (dir, store)
+    (dir, store, raw)
 }
 
 #[test]
 fn query_types_rows_from_the_schema() {
-    let (_d, store) = store();
+    let (_d, store, _raw) = store();
     let rows = query!(
         "SELECT id, status, title, depth, created_at FROM runs WHERE account_id = ?1 ORDER BY id",
         "acct"
@@ -60,7 +56,7 @@ fn query_types_rows_from_the_schema() {
 
 #[test]
 fn expressions_are_optional_unless_cast() {
-    let (_d, store) = store();
+    let (_d, store, _raw) = store();
     let row = query!(
         "SELECT count(*) AS n, CAST(max(depth) AS INTEGER) AS deepest FROM runs WHERE account_id = ?1",
         "acct"
@@ -75,7 +71,7 @@ fn expressions_are_optional_unless_cast() {
 
 #[test]
 fn outer_joins_make_table_columns_optional() {
-    let (_d, store) = store();
+    let (_d, store, _raw) = store();
     let rows = query!(
         "SELECT r.id, s.title FROM runs r LEFT JOIN sessions s ON s.id = r.session_id WHERE r.account_id = ?1 ORDER BY r.id",
         "acct"
@@ -96,7 +92,7 @@ struct Summary {
 
 #[test]
 fn query_as_fills_a_user_type() {
-    let (_d, store) = store();
+    let (_d, store, _raw) = store();
     let s = query_as!(
         Summary,
         "SELECT id, status, title FROM runs WHERE account_id = ?1 AND id = ?2",
@@ -142,7 +138,7 @@ struct Lease {
 
 #[test]
 fn derive_row_projects_columns() {
-    let (_d, store) = store();
+    let (_d, store, _raw) = store();
     assert_eq!(
         Lease::COLUMN_LIST,
         r#""id", "lease_owner", "attempt", "queue""#
@@ -166,9 +162,9 @@ fn derive_row_projects_columns() {
 
 #[test]
 fn a_value_outside_its_enum_is_a_typed_error_through_the_macros_too() {
-    let (_d, store) = store();
+    let (_d, store, raw) = store();
     query!("UPDATE runs SET status = 'exploded' WHERE id = ?1", "r1")
-        .execute(store.conn())
+        .execute(&raw)
         .unwrap();
     let Err(err) = query!("SELECT status FROM runs WHERE id = ?1", "r1").fetch_one(store.conn())
     else {
@@ -182,7 +178,7 @@ fn a_value_outside_its_enum_is_a_typed_error_through_the_macros_too() {
 
 #[test]
 fn numbered_parameters_bind_by_number_not_by_position() {
-    let (_d, store) = store();
+    let (_d, store, raw) = store();
     // ?2 comes first in the text; the arguments are in number order.
     let n = query!(
         "UPDATE runs SET status = ?2 WHERE account_id = ?1 AND id = ?3",
@@ -190,7 +186,7 @@ fn numbered_parameters_bind_by_number_not_by_position() {
         runs::Status::Canceled,
         "r1"
     )
-    .execute(store.conn())
+    .execute(&raw)
     .unwrap();
     assert_eq!(n, 1);
     let row = query!("SELECT status FROM runs WHERE id = :id", "r1")
@@ -201,7 +197,7 @@ fn numbered_parameters_bind_by_number_not_by_position() {
 
 #[test]
 fn a_parameter_tested_for_null_may_be_none() {
-    let (_d, store) = store();
+    let (_d, store, _raw) = store();
     let all = |id: Option<&str>| {
         query!(
             "SELECT id FROM runs WHERE account_id = ?1 AND (?2 IS NULL OR id = ?2) ORDER BY id",
@@ -218,7 +214,7 @@ fn a_parameter_tested_for_null_may_be_none() {
 
 #[test]
 fn casts_are_read_from_the_outer_select_of_a_with_statement() {
-    let (_d, store) = store();
+    let (_d, store, _raw) = store();
     let row = query!(
         "WITH counted AS (SELECT CAST(count(*) AS TEXT) AS n FROM runs) \
          SELECT CAST(n AS INTEGER) AS total FROM counted"

@@ -212,7 +212,7 @@ fn contention_child() {
                 .map(drop),
             3 => store
                 .events_after(ACCOUNT, shared, ops.saturating_sub(20) as i64, Some(20))
-                .and_then(|_| store.list_session_runs(ACCOUNT, own))
+                .and_then(|_| store.session_runs(ACCOUNT, own))
                 .map(drop),
             4 => store.session(ACCOUNT, own).map(drop),
             _ => Store::open(&path).map(|s| store = s),

@@ -1207,8 +1207,11 @@ fn a_fresh_store_reopens_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let before = {
         let store = fresh_store(dir.path());
-        fill(store.conn());
-        snapshot(store.conn())
+        // Rows of every table in every shape, as another writer of the file would put them
+        // (the store's own connection is read-only).
+        let raw = Connection::open(store.path()).unwrap();
+        fill(&raw);
+        snapshot(&raw)
     };
     let total: usize = before.values().map(Vec::len).sum();
     assert_eq!(before.len(), 22, "tables at version {LATEST}");

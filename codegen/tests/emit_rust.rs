@@ -195,7 +195,7 @@ fn workspace_schema_items() {
     )));
     assert!(out.contains(&project.versions[versions - 1].fingerprint()));
     assert!(out.contains("name: \"0000_genesis\""));
-    assert!(out.contains("crate::__private::Migration {"));
+    assert!(out.contains("crate::__private::EmbeddedMigration {"));
 
     // runs: enums, scoping, index-prefix helpers.
     let runs = module(&file, "runs");

@@ -1,7 +1,7 @@
 //! The store's macros work from a crate that is not the store.
 
 use seed_agents_downstream::{lines, queued, status_counts, QueuedRun, RunLine};
-use seed_agents_store::schema::{accounts, runs};
+use seed_agents_store::schema::runs;
 use seed_agents_store::{query, Store};
 
 const T: i64 = 1_764_000_000_000;
@@ -9,29 +9,24 @@ const T: i64 = 1_764_000_000_000;
 #[test]
 fn all_three_macros_work_from_a_downstream_crate() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("d.sqlite")).unwrap();
-    accounts::insert(
-        store.conn(),
-        &accounts::Row {
-            id: "acct".into(),
-            created_at: T,
-            updated_at: T,
-        },
-    )
-    .unwrap();
+    let mut store = Store::open(dir.path().join("d.sqlite")).unwrap();
+    store.touch_account("acct").unwrap();
+    // The store's connection is read-only (writes go through its operations); these rows, in
+    // states no single operation makes, are written as another process would write the file.
+    let raw = rusqlite::Connection::open(store.path()).unwrap();
     query!(
         "INSERT INTO agents (id, account_id, definition_cbor, state_dir, status, created_at, updated_at) \
          VALUES ('agent', 'acct', x'a0', '/tmp/agent', 'idle', ?1, ?1)",
         T
     )
-    .execute(store.conn())
+    .execute(&raw)
     .unwrap();
     query!(
         "INSERT INTO sessions (id, account_id, agent_id, status, created_at, updated_at) \
          VALUES ('s1', 'acct', 'agent', 'idle', ?1, ?1)",
         T
     )
-    .execute(store.conn())
+    .execute(&raw)
     .unwrap();
     for (i, status) in [
         runs::Status::Queued,
@@ -48,7 +43,7 @@ fn all_three_macros_work_from_a_downstream_crate() {
             status,
             T + i as i64
         )
-        .execute(store.conn())
+        .execute(&raw)
         .unwrap();
     }
     assert_eq!(

@@ -5,16 +5,14 @@
 //! crate calls [`touch`] in the same transaction as the row it writes (the foreign keys would
 //! refuse the row otherwise). Signer grants are single-statement upserts.
 
-use rand::RngCore;
 use rusqlite::Connection;
 
+use crate::check::invalid;
 use crate::error::{Error, Result};
+use crate::ids::check_id;
 use crate::query;
 use crate::schema::account_authorizations::{self, Role};
 use crate::Store;
-
-/// The longest account, signer or row id accepted, in bytes.
-pub const MAX_ID_BYTES: usize = 256;
 
 /// Creates the account row if it is missing, otherwise moves its `updated_at` to `now` (never
 /// backwards). One statement, so it joins whatever transaction `conn` is in; every
@@ -35,44 +33,6 @@ pub fn touch(conn: &Connection, account_id: &str, now: i64) -> Result<()> {
     Ok(())
 }
 
-/// Checks an identifier argument: non-empty, no surrounding whitespace, at most
-/// [`MAX_ID_BYTES`] bytes.
-///
-/// # Errors
-/// [`Error::Invalid`] naming `field`.
-pub fn check_id(field: &'static str, id: &str) -> Result<()> {
-    let reason = if id.is_empty() {
-        "must not be empty"
-    } else if id.trim() != id {
-        "must not start or end with whitespace"
-    } else if id.len() > MAX_ID_BYTES {
-        "must be at most 256 bytes"
-    } else {
-        return Ok(());
-    };
-    Err(Error::Invalid {
-        field,
-        reason: reason.into(),
-    })
-}
-
-/// A fresh random row id (a UUID v4 in its usual text form), for the rows this crate creates.
-pub fn new_id() -> String {
-    let mut b = [0u8; 16];
-    rand::rngs::OsRng.fill_bytes(&mut b);
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h = hex::encode(b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
-}
-
 /// The capability blob that proves a delegation, and its CID.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capability {
@@ -87,8 +47,8 @@ impl Store {
     ///
     /// # Errors
     /// As [`touch`].
-    pub fn touch_account(&self, account_id: &str) -> Result<()> {
-        touch(self.conn(), account_id, self.now_ms())
+    pub fn touch_account(&mut self, account_id: &str) -> Result<()> {
+        self.write(|tx, now| touch(tx, account_id, now))
     }
 
     /// Records `signer_id` as an authorized signer of `account_id` with `role`, replacing the
@@ -108,46 +68,39 @@ impl Store {
         check_id("signerId", signer_id)?;
         if let Some(c) = capability {
             if c.blob.is_empty() {
-                return Err(Error::Invalid {
-                    field: "capability",
-                    reason: "must not be empty".into(),
-                });
+                return Err(invalid("capability", "must not be empty"));
             }
             check_id("capabilityCid", &c.cid)?;
         }
-        let now = self.now_ms();
-        let tx = self.conn_mut().transaction()?;
-        touch(&tx, account_id, now)?;
-        query!(
-            "INSERT INTO account_authorizations \
-             (account_id, signer_id, role, capability, capability_cid, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
-             ON CONFLICT (account_id, signer_id) DO UPDATE SET role = excluded.role, \
-             capability = excluded.capability, capability_cid = excluded.capability_cid",
-            account_id,
-            signer_id,
-            role,
-            capability.map(|c| c.blob.as_str()),
-            capability.map(|c| c.cid.as_str()),
-            now
-        )
-        .execute(&tx)?;
-        let row = account_authorizations::get(&tx, account_id, signer_id)?.ok_or_else(|| {
-            Error::NotFound {
+        self.write(|tx, now| {
+            touch(tx, account_id, now)?;
+            query!(
+                "INSERT INTO account_authorizations \
+                 (account_id, signer_id, role, capability, capability_cid, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+                 ON CONFLICT (account_id, signer_id) DO UPDATE SET role = excluded.role, \
+                 capability = excluded.capability, capability_cid = excluded.capability_cid",
+                account_id,
+                signer_id,
+                role,
+                capability.map(|c| c.blob.as_str()),
+                capability.map(|c| c.cid.as_str()),
+                now
+            )
+            .execute(tx)?;
+            account_authorizations::get(tx, account_id, signer_id)?.ok_or_else(|| Error::NotFound {
                 what: "signer",
                 id: signer_id.into(),
-            }
-        })?;
-        tx.commit()?;
-        Ok(row)
+            })
+        })
     }
 
     /// Removes a delegated signer; returns whether there was one.
     ///
     /// # Errors
     /// [`Error::Sqlite`].
-    pub fn revoke_signer(&self, account_id: &str, signer_id: &str) -> Result<bool> {
-        Ok(account_authorizations::delete(self.conn(), account_id, signer_id)? > 0)
+    pub fn revoke_signer(&mut self, account_id: &str, signer_id: &str) -> Result<bool> {
+        self.write(|tx, _| Ok(account_authorizations::delete(tx, account_id, signer_id)? > 0))
     }
 
     /// The delegated signers of an account, by signer id.

@@ -13,75 +13,19 @@
 
 use std::path::{Component, Path};
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 
 use crate::accounts;
 use crate::cbor::Cbor;
+use crate::check::invalid;
 use crate::error::{Error, Result};
+use crate::ids;
+use crate::paging::{page_of, page_size, Cursor, Page};
 use crate::payload::AgentDefinition;
 use crate::query_as;
 use crate::schema::agent_collaborators::{self, Role, Status as InviteStatus};
 use crate::schema::agents::{self, Row, Status};
 use crate::Store;
-
-/// The default number of rows in a page.
-pub const DEFAULT_PAGE_SIZE: u32 = 50;
-/// The largest page size accepted.
-pub const MAX_PAGE_SIZE: u32 = 200;
-
-/// Where a keyset page starts: the `(updated_at, id)` of the last row of the previous page. The
-/// next page holds the rows strictly after it in `(updated_at DESC, id DESC)` order, so rows
-/// inserted meanwhile (which sort first) never shift or repeat a page.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Cursor {
-    /// The last row's `updated_at`.
-    pub updated_at: i64,
-    /// The last row's id.
-    pub id: String,
-}
-
-/// One page of a keyset listing.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Page<T> {
-    /// The rows, in listing order.
-    pub items: Vec<T>,
-    /// Where the next page starts; `None` on the last page.
-    pub next: Option<Cursor>,
-}
-
-/// Checks a requested page size: `None` is [`DEFAULT_PAGE_SIZE`], otherwise 1 to
-/// [`MAX_PAGE_SIZE`].
-///
-/// # Errors
-/// [`Error::Invalid`] (`pageSize`).
-pub fn page_size(requested: Option<u32>) -> Result<u32> {
-    match requested {
-        None => Ok(DEFAULT_PAGE_SIZE),
-        Some(n) if (1..=MAX_PAGE_SIZE).contains(&n) => Ok(n),
-        Some(_) => Err(Error::Invalid {
-            field: "pageSize",
-            reason: format!("must be between 1 and {MAX_PAGE_SIZE}"),
-        }),
-    }
-}
-
-/// Fetches `size + 1` rows to learn whether there is a next page, and builds it.
-pub(crate) fn page_of<T>(
-    mut items: Vec<T>,
-    size: u32,
-    key: impl Fn(&T) -> (i64, String),
-) -> Page<T> {
-    let next = if items.len() > size as usize {
-        items.truncate(size as usize);
-        items.last().map(|last| {
-            let (updated_at, id) = key(last);
-            Cursor { updated_at, id }
-        })
-    } else {
-        None
-    };
-    Page { items, next }
-}
 
 /// What an agent is created with.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,10 +81,7 @@ fn check_state_dir(state_dir: &str) -> Result<()> {
     } else {
         return Ok(());
     };
-    Err(Error::Invalid {
-        field: "stateDir",
-        reason: reason.into(),
-    })
+    Err(invalid("stateDir", reason))
 }
 
 fn agent_not_found(id: &str) -> Error {
@@ -164,24 +105,21 @@ fn agent_by_id(conn: &Connection, id: &str) -> Result<Option<Row>> {
 }
 
 /// Loads the agent, changes it with `edit`, stamps `updated_at` and writes it back, in one
-/// `BEGIN IMMEDIATE` transaction.
+/// write.
 fn edit_agent(
     store: &mut Store,
     account_id: &str,
     id: &str,
     edit: impl FnOnce(&mut Row) -> Result<()>,
 ) -> Result<Row> {
-    let now = store.now_ms();
-    let tx = store
-        .conn_mut()
-        .transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let mut row = agents::get(&tx, account_id, id)?.ok_or_else(|| agent_not_found(id))?;
-    edit(&mut row)?;
-    row.updated_at = now;
-    accounts::touch(&tx, account_id, now)?;
-    agents::update(&tx, &row)?;
-    tx.commit()?;
-    Ok(row)
+    store.write(|tx, now| {
+        let mut row = agents::get(tx, account_id, id)?.ok_or_else(|| agent_not_found(id))?;
+        edit(&mut row)?;
+        row.updated_at = now;
+        accounts::touch(tx, account_id, now)?;
+        agents::update(tx, &row)?;
+        Ok(row)
+    })
 }
 
 impl Store {
@@ -192,12 +130,11 @@ impl Store {
     /// [`Error::Invalid`] (`stateDir`, `accountId`); [`Error::Sqlite`] or [`Error::Cbor`]
     /// otherwise.
     pub fn create_agent(&mut self, account_id: &str, new: &NewAgent) -> Result<Row> {
-        let now = self.now_ms();
-        let tx = self.conn_mut().transaction()?;
-        let row = create_agent(&tx, now, account_id, new)?;
-        crate::mcp::sync(&tx, now, account_id, Some(&row.id))?;
-        tx.commit()?;
-        Ok(row)
+        self.write(|tx, now| {
+            let row = create_agent(tx, now, account_id, new)?;
+            crate::mcp::sync(tx, now, account_id, Some(&row.id))?;
+            Ok(row)
+        })
     }
 
     /// The agent `id` of `account_id`.
@@ -319,52 +256,48 @@ impl Store {
         invitee: &str,
         role: Role,
     ) -> Result<agent_collaborators::Row> {
-        accounts::check_id("accountId", invitee)?;
+        ids::check_id("accountId", invitee)?;
         if invitee == owner_account {
-            return Err(Error::Invalid {
-                field: "accountId",
-                reason: "the owner cannot be invited to their own agent".into(),
-            });
+            return Err(invalid(
+                "accountId",
+                "the owner cannot be invited to their own agent",
+            ));
         }
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        agents::get(&tx, owner_account, agent_id)?.ok_or_else(|| agent_not_found(agent_id))?;
-        accounts::touch(&tx, invitee, now)?;
-        let row = match agent_collaborators::get(&tx, invitee, agent_id)? {
-            Some(existing) if existing.status == InviteStatus::Accepted => {
-                return Err(Error::Conflict {
-                    what: "collaborator",
-                    key: invitee.into(),
-                    reason: "already collaborates on this agent".into(),
-                })
+        self.write(|tx, now| {
+            agents::get(tx, owner_account, agent_id)?.ok_or_else(|| agent_not_found(agent_id))?;
+            accounts::touch(tx, invitee, now)?;
+            match agent_collaborators::get(tx, invitee, agent_id)? {
+                Some(existing) if existing.status == InviteStatus::Accepted => {
+                    Err(Error::Conflict {
+                        what: "collaborator",
+                        key: invitee.into(),
+                        reason: "already collaborates on this agent".into(),
+                    })
+                }
+                Some(existing) => {
+                    let row = agent_collaborators::Row {
+                        role,
+                        updated_at: now,
+                        ..existing
+                    };
+                    agent_collaborators::update(tx, &row)?;
+                    Ok(row)
+                }
+                None => {
+                    let row = agent_collaborators::Row {
+                        agent_id: agent_id.into(),
+                        account_id: invitee.into(),
+                        role,
+                        status: InviteStatus::Pending,
+                        created_at: now,
+                        updated_at: now,
+                        accepted_at: None,
+                    };
+                    agent_collaborators::insert(tx, &row)?;
+                    Ok(row)
+                }
             }
-            Some(existing) => {
-                let row = agent_collaborators::Row {
-                    role,
-                    updated_at: now,
-                    ..existing
-                };
-                agent_collaborators::update(&tx, &row)?;
-                row
-            }
-            None => {
-                let row = agent_collaborators::Row {
-                    agent_id: agent_id.into(),
-                    account_id: invitee.into(),
-                    role,
-                    status: InviteStatus::Pending,
-                    created_at: now,
-                    updated_at: now,
-                    accepted_at: None,
-                };
-                agent_collaborators::insert(&tx, &row)?;
-                row
-            }
-        };
-        tx.commit()?;
-        Ok(row)
+        })
     }
 
     /// Accepts `invitee`'s invitation to `agent_id` (sets `accepted_at`). Accepting twice keeps
@@ -377,24 +310,22 @@ impl Store {
         invitee: &str,
         agent_id: &str,
     ) -> Result<agent_collaborators::Row> {
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut row =
-            agent_collaborators::get(&tx, invitee, agent_id)?.ok_or_else(|| Error::NotFound {
-                what: "invitation",
-                id: agent_id.into(),
+        self.write(|tx, now| {
+            let mut row = agent_collaborators::get(tx, invitee, agent_id)?.ok_or_else(|| {
+                Error::NotFound {
+                    what: "invitation",
+                    id: agent_id.into(),
+                }
             })?;
-        if row.status == InviteStatus::Pending {
-            row.status = InviteStatus::Accepted;
-            row.accepted_at = Some(now);
-            row.updated_at = now;
-            accounts::touch(&tx, invitee, now)?;
-            agent_collaborators::update(&tx, &row)?;
-        }
-        tx.commit()?;
-        Ok(row)
+            if row.status == InviteStatus::Pending {
+                row.status = InviteStatus::Accepted;
+                row.accepted_at = Some(now);
+                row.updated_at = now;
+                accounts::touch(tx, invitee, now)?;
+                agent_collaborators::update(tx, &row)?;
+            }
+            Ok(row)
+        })
     }
 
     /// Changes a collaborator's (or a pending invitation's) role.
@@ -408,23 +339,21 @@ impl Store {
         collaborator: &str,
         role: Role,
     ) -> Result<agent_collaborators::Row> {
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        agents::get(&tx, owner_account, agent_id)?.ok_or_else(|| agent_not_found(agent_id))?;
-        let mut row = agent_collaborators::get(&tx, collaborator, agent_id)?.ok_or_else(|| {
-            Error::NotFound {
-                what: "collaborator",
-                id: collaborator.into(),
-            }
-        })?;
-        row.role = role;
-        row.updated_at = now;
-        accounts::touch(&tx, owner_account, now)?;
-        agent_collaborators::update(&tx, &row)?;
-        tx.commit()?;
-        Ok(row)
+        self.write(|tx, now| {
+            agents::get(tx, owner_account, agent_id)?.ok_or_else(|| agent_not_found(agent_id))?;
+            let mut row =
+                agent_collaborators::get(tx, collaborator, agent_id)?.ok_or_else(|| {
+                    Error::NotFound {
+                        what: "collaborator",
+                        id: collaborator.into(),
+                    }
+                })?;
+            row.role = role;
+            row.updated_at = now;
+            accounts::touch(tx, owner_account, now)?;
+            agent_collaborators::update(tx, &row)?;
+            Ok(row)
+        })
     }
 
     /// Removes a collaborator or withdraws an invitation; returns whether there was one.
@@ -437,13 +366,10 @@ impl Store {
         agent_id: &str,
         collaborator: &str,
     ) -> Result<bool> {
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        agents::get(&tx, owner_account, agent_id)?.ok_or_else(|| agent_not_found(agent_id))?;
-        let removed = agent_collaborators::delete(&tx, collaborator, agent_id)? > 0;
-        tx.commit()?;
-        Ok(removed)
+        self.write(|tx, _| {
+            agents::get(tx, owner_account, agent_id)?.ok_or_else(|| agent_not_found(agent_id))?;
+            Ok(agent_collaborators::delete(tx, collaborator, agent_id)? > 0)
+        })
     }
 
     /// The collaborators and pending invitations of the agent `agent_id` of `owner_account`,
@@ -513,7 +439,7 @@ pub fn create_agent(conn: &Connection, now: i64, account_id: &str, new: &NewAgen
     check_state_dir(&new.state_dir)?;
     accounts::touch(conn, account_id, now)?;
     let row = Row {
-        id: accounts::new_id(),
+        id: ids::new_id(),
         account_id: account_id.into(),
         definition_cbor: Cbor::encode(&new.definition)?,
         state_dir: new.state_dir.clone(),

@@ -22,7 +22,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 use crate::query;
@@ -216,12 +216,7 @@ impl Store {
     /// # Errors
     /// [`Error::NotFound`] (`session`); [`Error::Sqlite`] otherwise.
     pub fn delete_session(&mut self, account_id: &str, session_id: &str) -> Result<()> {
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        delete_session(&tx, account_id, session_id)?;
-        tx.commit()?;
-        Ok(())
+        self.write(|tx, _| delete_session(tx, account_id, session_id))
     }
 
     /// Deletes an agent and everything it owns in one `BEGIN IMMEDIATE` transaction, then
@@ -232,12 +227,8 @@ impl Store {
     /// [`Error::StateDirNotRemoved`] means the delete **committed** and only the directory
     /// removal failed; it is not rolled back.
     pub fn delete_agent(&mut self, account_id: &str, agent_id: &str) -> Result<AgentDeletion> {
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let deletion = delete_agent_rows(&tx, now, account_id, agent_id)?;
-        tx.commit()?;
+        let deletion = self.write(|tx, now| delete_agent_rows(tx, now, account_id, agent_id))?;
+        // Only once the delete committed: a failed commit must leave the directory in place.
         remove_state_dir(agent_id, &deletion.state_dir)?;
         Ok(deletion)
     }

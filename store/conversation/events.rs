@@ -24,11 +24,12 @@
 //! An event's actor is the stamped one, else derived from its shape as `sessionEventActor()`
 //! does: a user-role message is `user`, an error is `system`, everything else is `agent`.
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 
-use crate::accounts;
 use crate::cbor::Cbor;
+use crate::check::invalid;
 use crate::error::{Error, Result};
+use crate::ids;
 use crate::payload::{Ipld, MessageRole, SessionActor, SessionEventPayload};
 use crate::schema::session_events::{self, Row};
 use crate::Store;
@@ -142,7 +143,7 @@ pub fn append_event(
     let top_level = session.top_level.is_some_and(|t| t != 0);
     let seq = session.seq.unwrap_or(1);
     let row = Row {
-        id: accounts::new_id(),
+        id: ids::new_id(),
         session_id: session_id.into(),
         seq,
         event_cbor,
@@ -208,13 +209,7 @@ impl Store {
         session_id: &str,
         event: &SessionEventPayload,
     ) -> Result<Appended> {
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let appended = append_event(&tx, now, account_id, session_id, event)?;
-        tx.commit()?;
-        Ok(appended)
+        self.write(|tx, now| append_event(tx, now, account_id, session_id, event))
     }
 
     /// The events of the session `session_id` of `account_id` with `seq > after_seq`,
@@ -233,16 +228,10 @@ impl Store {
         limit: Option<u32>,
     ) -> Result<Vec<Row>> {
         if after_seq < 0 {
-            return Err(Error::Invalid {
-                field: "afterSeq",
-                reason: "must not be negative".into(),
-            });
+            return Err(invalid("afterSeq", "must not be negative"));
         }
         if limit == Some(0) {
-            return Err(Error::Invalid {
-                field: "limit",
-                reason: "must be at least 1 when given".into(),
-            });
+            return Err(invalid("limit", "must be at least 1 when given"));
         }
         replay_query!(
             account_id,

@@ -13,12 +13,13 @@
 //!   model and network work; the record is keyed by the acting account, and when two requests
 //!   raced, the first record wins and the second caller gets it back as a replay.
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::accounts;
 use crate::cbor::{self, Cbor};
+use crate::check::invalid;
 use crate::error::{Error, Result};
 use crate::schema::action_idempotency::{self, Row};
 use crate::Store;
@@ -98,10 +99,7 @@ pub fn client_id(action: Action, raw: &str) -> Result<&str> {
     } else {
         return Ok(id);
     };
-    Err(Error::Invalid {
-        field: action.client_id_field(),
-        reason: reason.into(),
-    })
+    Err(invalid(action.client_id_field(), reason))
 }
 
 /// Compares a stored row with the request: its response on identical bytes, a conflict else.
@@ -167,30 +165,19 @@ impl Store {
             .map(|raw| client_id(action, raw))
             .transpose()?;
         let request = id.map(|_| cbor::to_vec(request)).transpose()?;
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (Some(id), Some(request)) = (id, request) else {
-            let response = run(&tx, now)?;
-            tx.commit()?;
-            return Ok(Outcome::Fresh(response));
-        };
-        if let Some(row) = action_idempotency::get(&tx, account_id, action.as_str(), id)? {
-            return replay(&row, &request, action).map(Outcome::Replayed);
-        }
-        let response = run(&tx, now)?;
-        insert(
-            &tx,
-            now,
-            account_id,
-            action,
-            id,
-            request,
-            cbor::to_vec(&response)?,
-        )?;
-        tx.commit()?;
-        Ok(Outcome::Fresh(response))
+        self.write(|tx, now| {
+            let (Some(id), Some(request)) = (id, request) else {
+                return Ok(Outcome::Fresh(run(tx, now)?));
+            };
+            // A replay has written nothing, so committing its empty transaction changes nothing.
+            if let Some(row) = action_idempotency::get(tx, account_id, action.as_str(), id)? {
+                return replay(&row, &request, action).map(Outcome::Replayed);
+            }
+            let response = run(tx, now)?;
+            let response_bytes = cbor::to_vec(&response)?;
+            insert(tx, now, account_id, action, id, request, response_bytes)?;
+            Ok(Outcome::Fresh(response))
+        })
     }
 
     /// The MessageSession form, before the work: the stored response when this (acting
@@ -238,15 +225,12 @@ impl Store {
         let id = client_id(action, client_id_raw)?;
         let request = cbor::to_vec(request)?;
         let response_bytes = cbor::to_vec(&response)?;
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        if let Some(row) = action_idempotency::get(&tx, account_id, action.as_str(), id)? {
-            return replay(&row, &request, action).map(Outcome::Replayed);
-        }
-        insert(&tx, now, account_id, action, id, request, response_bytes)?;
-        tx.commit()?;
-        Ok(Outcome::Fresh(response))
+        self.write(|tx, now| {
+            if let Some(row) = action_idempotency::get(tx, account_id, action.as_str(), id)? {
+                return replay(&row, &request, action).map(Outcome::Replayed);
+            }
+            insert(tx, now, account_id, action, id, request, response_bytes)?;
+            Ok(Outcome::Fresh(response))
+        })
     }
 }

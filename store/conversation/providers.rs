@@ -5,11 +5,10 @@
 //! duplicate is a typed [`Error::Conflict`] rather than a constraint failure; the unique index
 //! still backs it up. The provider `type` column always equals `config_cbor.type`.
 
-use rusqlite::TransactionBehavior;
-
 use crate::accounts;
 use crate::cbor::Cbor;
 use crate::error::{Error, Result};
+use crate::ids;
 use crate::payload::ModelProviderConfig;
 use crate::schema::model_providers::{self, Row};
 use crate::Store;
@@ -19,29 +18,12 @@ pub const MAX_PROVIDER_NAME_BYTES: usize = 256;
 
 /// Trims and checks a provider name.
 fn provider_name(name: &str) -> Result<&str> {
-    let name = name.trim();
-    let reason = if name.is_empty() {
-        "must not be empty"
-    } else if name.len() > MAX_PROVIDER_NAME_BYTES {
-        "must be at most 256 bytes"
-    } else {
-        return Ok(name);
-    };
-    Err(Error::Invalid {
-        field: "name",
-        reason: reason.into(),
-    })
+    crate::check::name("name", name, MAX_PROVIDER_NAME_BYTES)
 }
 
 /// Checks the configuration's type (it is also the `type` column).
 fn provider_type(config: &ModelProviderConfig) -> Result<()> {
-    if config.provider_type.trim().is_empty() {
-        return Err(Error::Invalid {
-            field: "config.type",
-            reason: "must not be empty".into(),
-        });
-    }
-    Ok(())
+    crate::check::non_empty("config.type", &config.provider_type)
 }
 
 fn duplicate(name: &str) -> Error {
@@ -67,26 +49,23 @@ impl Store {
     ) -> Result<Row> {
         let name = provider_name(name)?;
         provider_type(config)?;
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        accounts::touch(&tx, account_id, now)?;
-        if model_providers::get_by_name(&tx, account_id, name)?.is_some() {
-            return Err(duplicate(name));
-        }
-        let row = Row {
-            id: accounts::new_id(),
-            account_id: account_id.into(),
-            name: name.into(),
-            r#type: config.provider_type.clone(),
-            config_cbor: Cbor::encode(config)?,
-            created_at: now,
-            updated_at: now,
-        };
-        model_providers::insert(&tx, &row)?;
-        tx.commit()?;
-        Ok(row)
+        self.write(|tx, now| {
+            accounts::touch(tx, account_id, now)?;
+            if model_providers::get_by_name(tx, account_id, name)?.is_some() {
+                return Err(duplicate(name));
+            }
+            let row = Row {
+                id: ids::new_id(),
+                account_id: account_id.into(),
+                name: name.into(),
+                r#type: config.provider_type.clone(),
+                config_cbor: Cbor::encode(config)?,
+                created_at: now,
+                updated_at: now,
+            };
+            model_providers::insert(tx, &row)?;
+            Ok(row)
+        })
     }
 
     /// Replaces a provider's configuration, and renames it when `name` is given.
@@ -103,30 +82,27 @@ impl Store {
     ) -> Result<Row> {
         let name = name.map(provider_name).transpose()?;
         provider_type(config)?;
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut row =
-            model_providers::get(&tx, account_id, id)?.ok_or_else(|| Error::NotFound {
-                what: "model provider",
-                id: id.into(),
-            })?;
-        if let Some(name) = name {
-            if name != row.name {
-                if model_providers::get_by_name(&tx, account_id, name)?.is_some() {
-                    return Err(duplicate(name));
+        self.write(|tx, now| {
+            let mut row =
+                model_providers::get(tx, account_id, id)?.ok_or_else(|| Error::NotFound {
+                    what: "model provider",
+                    id: id.into(),
+                })?;
+            if let Some(name) = name {
+                if name != row.name {
+                    if model_providers::get_by_name(tx, account_id, name)?.is_some() {
+                        return Err(duplicate(name));
+                    }
+                    row.name = name.into();
                 }
-                row.name = name.into();
             }
-        }
-        accounts::touch(&tx, account_id, now)?;
-        row.r#type = config.provider_type.clone();
-        row.config_cbor = Cbor::encode(config)?;
-        row.updated_at = now;
-        model_providers::update(&tx, &row)?;
-        tx.commit()?;
-        Ok(row)
+            accounts::touch(tx, account_id, now)?;
+            row.r#type = config.provider_type.clone();
+            row.config_cbor = Cbor::encode(config)?;
+            row.updated_at = now;
+            model_providers::update(tx, &row)?;
+            Ok(row)
+        })
     }
 
     /// The provider `id` of `account_id`.
@@ -158,7 +134,7 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`].
-    pub fn delete_provider(&self, account_id: &str, id: &str) -> Result<bool> {
-        Ok(model_providers::delete(self.conn(), account_id, id)? > 0)
+    pub fn delete_provider(&mut self, account_id: &str, id: &str) -> Result<bool> {
+        self.write(|tx, _| Ok(model_providers::delete(tx, account_id, id)? > 0))
     }
 }

@@ -16,12 +16,14 @@
 use aes_gcm::aead::AeadInPlace;
 use aes_gcm::{Aes256Gcm, KeyInit, Nonce, Tag};
 use rand::RngCore;
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 use zeroize::Zeroizing;
 
 use crate::accounts;
 use crate::cbor::Cbor;
+use crate::check::invalid;
 use crate::error::{Error, Result};
+use crate::ids;
 use crate::payload::SecretMetadata;
 use crate::query;
 use crate::schema::{secrets, server_config};
@@ -91,19 +93,22 @@ impl From<secrets::Row> for SecretInfo {
 }
 
 /// Trims and checks a secret name.
+///
+/// # Errors
+/// [`Error::Invalid`] (`name`) for an empty or over-long name.
 pub fn secret_name(name: &str) -> Result<&str> {
-    let name = name.trim();
-    let reason = if name.is_empty() {
-        "must not be empty"
-    } else if name.len() > MAX_NAME_BYTES {
-        "must be at most 256 bytes"
-    } else {
-        return Ok(name);
-    };
-    Err(Error::Invalid {
-        field: "name",
-        reason: reason.into(),
-    })
+    crate::check::name("name", name, MAX_NAME_BYTES)
+}
+
+/// Checks a value's length against [`MAX_VALUE_BYTES`].
+fn check_value(value: &[u8]) -> Result<()> {
+    if value.len() > MAX_VALUE_BYTES {
+        return Err(invalid(
+            "value",
+            format!("must be at most {MAX_VALUE_BYTES} bytes"),
+        ));
+    }
+    Ok(())
 }
 
 /// Reads the server key; `None` when there is none.
@@ -149,12 +154,7 @@ fn cipher(key: &[u8]) -> Result<Aes256Gcm> {
 /// [`Error::SecretKeyMalformed`] for a stored key that is not 32 bytes; [`Error::Invalid`]
 /// (`value`) for a value over [`MAX_VALUE_BYTES`]; [`Error::Sqlite`] otherwise.
 pub fn seal(conn: &Connection, plaintext: &[u8]) -> Result<Vec<u8>> {
-    if plaintext.len() > MAX_VALUE_BYTES {
-        return Err(Error::Invalid {
-            field: "value",
-            reason: format!("must be at most {MAX_VALUE_BYTES} bytes"),
-        });
-    }
+    check_value(plaintext)?;
     let key = ensure_key(conn)?;
     let cipher = cipher(&key)?;
     let mut blob = Zeroizing::new(Vec::with_capacity(
@@ -166,10 +166,7 @@ pub fn seal(conn: &Connection, plaintext: &[u8]) -> Result<Vec<u8>> {
     let (nonce, body) = blob.split_at_mut(NONCE_BYTES);
     let tag = cipher
         .encrypt_in_place_detached(Nonce::from_slice(nonce), b"", body)
-        .map_err(|_| Error::Invalid {
-            field: "value",
-            reason: "cannot be encrypted".into(),
-        })?;
+        .map_err(|_| invalid("value", "cannot be encrypted"))?;
     blob.extend_from_slice(&tag);
     // The buffer now holds only ciphertext: take it out of the zeroizing wrapper without a copy.
     Ok(std::mem::take(&mut *blob))
@@ -221,45 +218,39 @@ impl Store {
         metadata: Option<&SecretMetadata>,
     ) -> Result<SecretInfo> {
         let name = secret_name(name)?;
-        if value.len() > MAX_VALUE_BYTES {
-            return Err(Error::Invalid {
-                field: "value",
-                reason: format!("must be at most {MAX_VALUE_BYTES} bytes"),
-            });
-        }
+        // Checked before the metadata is encoded, so a too long value is refused as such.
+        check_value(value)?;
         let metadata = metadata.map(Cbor::encode).transpose()?;
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        accounts::touch(&tx, account_id, now)?;
-        let ciphertext = seal(&tx, value)?;
-        let row = match secrets::get_by_name(&tx, account_id, name)? {
-            Some(existing) => {
-                let row = secrets::Row {
-                    ciphertext,
-                    metadata_cbor: metadata,
-                    updated_at: now,
-                    ..existing
-                };
-                secrets::update(&tx, &row)?;
-                row
-            }
-            None => {
-                let row = secrets::Row {
-                    id: accounts::new_id(),
-                    account_id: account_id.into(),
-                    name: name.into(),
-                    ciphertext,
-                    metadata_cbor: metadata,
-                    created_at: now,
-                    updated_at: now,
-                };
-                secrets::insert(&tx, &row)?;
-                row
-            }
-        };
-        tx.commit()?;
+        let row = self.write(|tx, now| {
+            accounts::touch(tx, account_id, now)?;
+            let ciphertext = seal(tx, value)?;
+            let row = match secrets::get_by_name(tx, account_id, name)? {
+                Some(existing) => {
+                    let row = secrets::Row {
+                        ciphertext,
+                        metadata_cbor: metadata,
+                        updated_at: now,
+                        ..existing
+                    };
+                    secrets::update(tx, &row)?;
+                    row
+                }
+                None => {
+                    let row = secrets::Row {
+                        id: ids::new_id(),
+                        account_id: account_id.into(),
+                        name: name.into(),
+                        ciphertext,
+                        metadata_cbor: metadata,
+                        created_at: now,
+                        updated_at: now,
+                    };
+                    secrets::insert(tx, &row)?;
+                    row
+                }
+            };
+            Ok(row)
+        })?;
         Ok(row.into())
     }
 
@@ -286,14 +277,16 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`].
-    pub fn delete_secret(&self, account_id: &str, name: &str) -> Result<bool> {
-        Ok(query!(
-            "DELETE FROM secrets WHERE account_id = ?1 AND name = ?2",
-            account_id,
-            name.trim()
-        )
-        .execute(self.conn())?
-            > 0)
+    pub fn delete_secret(&mut self, account_id: &str, name: &str) -> Result<bool> {
+        self.write(|tx, _| {
+            let deleted = query!(
+                "DELETE FROM secrets WHERE account_id = ?1 AND name = ?2",
+                account_id,
+                name.trim()
+            )
+            .execute(tx)?;
+            Ok(deleted > 0)
+        })
     }
 
     /// Decrypts the secret `name` (trimmed) of `account_id`: the one way plaintext leaves the

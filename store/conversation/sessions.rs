@@ -16,12 +16,14 @@
 //!
 //! `status` is the runs' derived mirror and is written by the run queue, not here.
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 
 use crate::accounts;
-use crate::agents::{page_of, page_size, Cursor, Page};
 use crate::cbor::Cbor;
+use crate::check::{self, invalid};
 use crate::error::{Error, Result};
+use crate::ids;
+use crate::paging::{page_of, page_size, Cursor, Page};
 use crate::payload::{ModelOverride, RunPlan};
 use crate::query_as;
 use crate::schema::agents;
@@ -99,18 +101,7 @@ fn rank(source: TitleSource) -> u8 {
 
 /// Trims and checks a title.
 fn title_text(title: &str) -> Result<&str> {
-    let title = title.trim();
-    let reason = if title.is_empty() {
-        "must not be empty"
-    } else if title.len() > MAX_TITLE_BYTES {
-        "must be at most 1024 bytes"
-    } else {
-        return Ok(title);
-    };
-    Err(Error::Invalid {
-        field: "title",
-        reason: reason.into(),
-    })
+    check::name("title", title, MAX_TITLE_BYTES)
 }
 
 /// Checks a plan and stamps or clears `settledAt` against the stored plan.
@@ -122,25 +113,25 @@ fn normalize_plan(
 ) -> Result<(RunPlan, bool)> {
     if writer == PlanWriter::Model {
         if plan.settled_at.is_some() {
-            return Err(Error::Invalid {
-                field: "plan.settledAt",
-                reason: "is written by the runtime, never from model input".into(),
-            });
+            return Err(invalid(
+                "plan.settledAt",
+                "is written by the runtime, never from model input",
+            ));
         }
         if plan.steps.iter().any(|s| s.resolved_by.is_some()) {
-            return Err(Error::Invalid {
-                field: "plan.steps.resolvedBy",
-                reason: "is written by the runtime, never from model input".into(),
-            });
+            return Err(invalid(
+                "plan.steps.resolvedBy",
+                "is written by the runtime, never from model input",
+            ));
         }
     }
     let mut ids = std::collections::HashSet::new();
     for step in &plan.steps {
         if step.id.trim().is_empty() || !ids.insert(step.id.as_str()) {
-            return Err(Error::Invalid {
-                field: "plan.steps.id",
-                reason: format!("{:?} is empty or not unique within the plan", step.id),
-            });
+            return Err(invalid(
+                "plan.steps.id",
+                format!("{:?} is empty or not unique within the plan", step.id),
+            ));
         }
     }
     let was_settled = previous.and_then(|p| p.settled_at);
@@ -162,26 +153,23 @@ fn normalize_plan(
 }
 
 /// Loads the session, lets `edit` change it, stamps `updated_at` and writes it back, in one
-/// `BEGIN IMMEDIATE` transaction. `edit` returns `false` to leave the row unwritten.
+/// write. `edit` returns `false` to leave the row unwritten.
 fn edit_session<T>(
     store: &mut Store,
     account_id: &str,
     id: &str,
     edit: impl FnOnce(&mut Row, i64) -> Result<(bool, T)>,
 ) -> Result<(Row, T)> {
-    let now = store.now_ms();
-    let tx = store
-        .conn_mut()
-        .transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let mut row = sessions::get(&tx, account_id, id)?.ok_or_else(|| session_not_found(id))?;
-    let (write, out) = edit(&mut row, now)?;
-    if write {
-        row.updated_at = now;
-        accounts::touch(&tx, account_id, now)?;
-        sessions::update(&tx, &row)?;
-        tx.commit()?;
-    }
-    Ok((row, out))
+    store.write(|tx, now| {
+        let mut row = sessions::get(tx, account_id, id)?.ok_or_else(|| session_not_found(id))?;
+        let (write, out) = edit(&mut row, now)?;
+        if write {
+            row.updated_at = now;
+            accounts::touch(tx, account_id, now)?;
+            sessions::update(tx, &row)?;
+        }
+        Ok((row, out))
+    })
 }
 
 /// Creates a session inside the caller's transaction (the building block of
@@ -205,7 +193,7 @@ pub fn create_session(
     }
     accounts::touch(conn, account_id, now)?;
     let row = Row {
-        id: accounts::new_id(),
+        id: ids::new_id(),
         account_id: account_id.into(),
         agent_id: new.agent_id.clone(),
         title: title.map(str::to_owned),
@@ -233,13 +221,7 @@ impl Store {
     /// [`Error::NotFound`] (`agent`, `session` for the parent) when they are not in the account;
     /// [`Error::Invalid`] (`title`); [`Error::Sqlite`] otherwise.
     pub fn create_session(&mut self, account_id: &str, new: &NewSession) -> Result<Row> {
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let row = create_session(&tx, now, account_id, new)?;
-        tx.commit()?;
-        Ok(row)
+        self.write(|tx, now| create_session(tx, now, account_id, new))
     }
 
     /// The session `id` of `account_id`.
@@ -389,10 +371,10 @@ impl Store {
         description: Option<&str>,
     ) -> Result<Row> {
         if description.is_some_and(|d| d.len() > MAX_DESCRIPTION_BYTES) {
-            return Err(Error::Invalid {
-                field: "description",
-                reason: format!("must be at most {MAX_DESCRIPTION_BYTES} bytes"),
-            });
+            return Err(invalid(
+                "description",
+                format!("must be at most {MAX_DESCRIPTION_BYTES} bytes"),
+            ));
         }
         Ok(edit_session(self, account_id, id, |row, _| {
             row.description = description.map(str::to_owned);

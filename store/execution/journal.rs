@@ -15,13 +15,13 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 
 use crate::cbor::Cbor;
 use crate::error::{Error, Result};
 use crate::lease::Claim;
 use crate::payload::{RunErrorInfo, WorkflowJournalEntry};
-use crate::runs::{load_run, terminate};
+use crate::runs::lifecycle::{load_run, terminate};
 use crate::schema::run_journal;
 use crate::schema::runs::Status;
 use crate::{query, Store};
@@ -46,8 +46,8 @@ macro_rules! journal_size_query {
     };
 }
 
-/// The checked SQL of the journal size statement, for the query-plan tests
-/// ([`crate::runs::hot_queries`]).
+/// The checked SQL of the journal size statement, for the query-plan registry
+/// ([`crate::execution::plans`]).
 pub(crate) fn journal_size_sql() -> &'static str {
     journal_size_query!("").sql()
 }
@@ -135,27 +135,24 @@ impl Store {
     /// failed with `journal-cap` and nothing is appended), [`Error::LeaseLost`] when `claim` no
     /// longer holds the run, [`Error::NotFound`] when it is not in the account.
     pub fn append_journal(&mut self, claim: &Claim, entry: &WorkflowJournalEntry) -> Result<i64> {
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        // The lease alone decides; the hot path never decodes the whole row.
-        let lease = query!(
-            "SELECT status, lease_owner, attempt FROM runs WHERE account_id = ?1 AND id = ?2",
-            claim.account_id,
-            claim.run_id
-        )
-        .fetch_optional(&tx)?
-        .ok_or_else(|| Error::NotFound {
-            what: "run",
-            id: claim.run_id.clone(),
+        // Committed even when capped: the run's failure is part of the outcome.
+        let appended = self.write(|tx, now| {
+            // The lease alone decides; the hot path never decodes the whole row.
+            let lease = query!(
+                "SELECT status, lease_owner, attempt FROM runs WHERE account_id = ?1 AND id = ?2",
+                claim.account_id,
+                claim.run_id
+            )
+            .fetch_optional(tx)?
+            .ok_or_else(|| Error::NotFound {
+                what: "run",
+                id: claim.run_id.clone(),
+            })?;
+            if !claim.holds_lease(lease.status, lease.lease_owner.as_deref(), lease.attempt) {
+                return Err(claim.lost());
+            }
+            append_in_tx(tx, &claim.account_id, &claim.run_id, entry, now)
         })?;
-        if !claim.holds_lease(lease.status, lease.lease_owner.as_deref(), lease.attempt) {
-            return Err(claim.lost());
-        }
-        let appended = append_in_tx(&tx, &claim.account_id, &claim.run_id, entry, now)?;
-        // Commit even when capped: the run's failure is part of the outcome.
-        tx.commit()?;
         appended.seq(&claim.run_id)
     }
 

@@ -4,7 +4,7 @@
 //! journal append, wait registration, finalize, continue-as-new) carries its [`Claim`] and runs
 //! only while the run is still claimed or running **by that owner at that attempt**. Once the
 //! lease has moved (the sweep requeued the run, another worker claimed it, it was canceled or it
-//! ended), [`fence`] refuses with [`Error::LeaseLost`] inside the write's own transaction, before
+//! ended), `fence` refuses with [`Error::LeaseLost`] inside the write's own transaction, before
 //! anything is written. The attempt is part of the claim because an owner id alone is not
 //! unique over time: a worker that reclaims its own swept run holds a new attempt, and the old
 //! attempt's late writes must still be refused.

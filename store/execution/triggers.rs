@@ -1,7 +1,8 @@
 //! Triggers (`agent_triggers`) and what hangs off them: exactly-once firings
 //! (`trigger_firings`, `trigger_event_claims`, in [`firings`]), webhook credentials
 //! (`webhook_trigger_credentials`, in [`webhook`]) and combination of two triggers (in
-//! [`combine`]).
+//! [`combine`]). The checks those share (source, name, missing or retired trigger) live in
+//! `checks`, which imports none of them.
 //!
 //! Invariants, each inside one `BEGIN IMMEDIATE` transaction:
 //! - a stored source is one the description allows: an `activity` source has a nonempty list of
@@ -13,20 +14,21 @@
 //! - deleting a trigger detaches its runs, then deletes its firings, claims and credential, and
 //!   the trigger (and any trigger retired into it), all at once.
 
+mod checks;
 pub mod combine;
 pub mod firings;
 pub mod webhook;
 
-use rusqlite::{Connection, TransactionBehavior};
-
-use crate::accounts::new_id;
 use crate::cbor::Cbor;
 use crate::error::{Error, Result};
-use crate::payload::{AgentTriggerSource, Schedule, TriggerContinuation};
+use crate::ids::new_id;
+use crate::payload::{AgentTriggerSource, TriggerContinuation};
 use crate::query;
 use crate::schema::{agent_triggers, agents};
 use crate::Store;
 
+pub use checks::validate_source;
+use checks::{check_mutable, load_trigger, trigger_name};
 pub use combine::CombineTriggers;
 pub use firings::{
     firing_run_id, Admission, FiringKey, FiringRequest, FiringUpdate, LOOP_GUARD_HOPS,
@@ -79,122 +81,6 @@ pub struct TriggerWrite {
     pub webhook_secret: Option<WebhookSecret>,
 }
 
-/// Checks a source before it is stored.
-///
-/// # Errors
-/// [`Error::Invalid`] naming the offending field.
-pub fn validate_source(source: &AgentTriggerSource) -> Result<()> {
-    match source {
-        AgentTriggerSource::Activity(activity) => {
-            if activity.alternatives.is_empty() {
-                return Err(Error::Invalid {
-                    field: "source.alternatives",
-                    reason: "an activity trigger needs at least one alternative".into(),
-                });
-            }
-            for alternative in &activity.alternatives {
-                if alternative.id.trim().is_empty() {
-                    return Err(Error::Invalid {
-                        field: "source.alternatives.id",
-                        reason: "must not be empty".into(),
-                    });
-                }
-                if !alternative.source.is_activity_filter() {
-                    return Err(Error::Invalid {
-                        field: "source.alternatives.source",
-                        reason: format!(
-                            "{:?} is not an activity filter (document-comment, user-mention, comment-reply, document-author-comment, site-update)",
-                            alternative.source.kind().unwrap_or("(no kind)")
-                        ),
-                    });
-                }
-            }
-            let mut ids: Vec<&str> = activity
-                .alternatives
-                .iter()
-                .map(|a| a.id.as_str())
-                .collect();
-            ids.sort_unstable();
-            if ids.windows(2).any(|w| w[0] == w[1]) {
-                return Err(Error::Invalid {
-                    field: "source.alternatives.id",
-                    reason: "alternative ids must be unique".into(),
-                });
-            }
-        }
-        AgentTriggerSource::Schedule(schedule) => match &schedule.schedule {
-            Schedule::Interval(interval) if interval.interval_ms == 0 => {
-                return Err(Error::Invalid {
-                    field: "source.schedule.intervalMs",
-                    reason: "must be positive".into(),
-                })
-            }
-            Schedule::Weekly(weekly)
-                if weekly.days.is_empty() || weekly.days.iter().any(|d| *d > 6) =>
-            {
-                return Err(Error::Invalid {
-                    field: "source.schedule.days",
-                    reason: "needs at least one day, each 0 (Sunday) to 6 (Saturday)".into(),
-                })
-            }
-            Schedule::Other(_) => {
-                return Err(Error::Invalid {
-                    field: "source.schedule",
-                    reason: "is not an interval, weekly or once schedule".into(),
-                })
-            }
-            _ => {}
-        },
-        AgentTriggerSource::Other(_) => {
-            return Err(Error::Invalid {
-                field: "source",
-                reason: format!(
-                    "kind {:?} is not a trigger source this version can write",
-                    source.kind().unwrap_or("(no kind)")
-                ),
-            })
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-/// Trims and checks a trigger name.
-fn trigger_name(name: &str) -> Result<String> {
-    let name = name.trim();
-    if name.is_empty() {
-        return Err(Error::Invalid {
-            field: "name",
-            reason: "must not be empty".into(),
-        });
-    }
-    Ok(name.to_owned())
-}
-
-/// The trigger, or [`Error::NotFound`].
-pub(crate) fn load_trigger(
-    conn: &Connection,
-    account_id: &str,
-    id: &str,
-) -> Result<agent_triggers::Row> {
-    agent_triggers::get(conn, account_id, id)?.ok_or_else(|| Error::NotFound {
-        what: "trigger",
-        id: id.to_owned(),
-    })
-}
-
-/// Refuses to change a trigger retired by combination.
-pub(crate) fn check_mutable(trigger: &agent_triggers::Row) -> Result<()> {
-    match &trigger.merged_into {
-        Some(survivor) => Err(Error::Conflict {
-            what: "trigger",
-            key: trigger.id.clone(),
-            reason: format!("it was combined into {survivor:?} and is immutable"),
-        }),
-        None => Ok(()),
-    }
-}
-
 impl Store {
     /// Creates a trigger; a webhook trigger gets its secret in the same transaction.
     ///
@@ -204,57 +90,54 @@ impl Store {
     pub fn create_trigger(&mut self, new: &NewTrigger) -> Result<TriggerWrite> {
         let name = trigger_name(&new.name)?;
         validate_source(&new.source)?;
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        if agents::get(&tx, &new.account_id, &new.agent_id)?.is_none() {
-            return Err(Error::NotFound {
-                what: "agent",
-                id: new.agent_id.clone(),
-            });
-        }
-        let id = new.id.clone().unwrap_or_else(new_id);
-        let taken = query!(
-            "SELECT CAST(count(*) AS INTEGER) AS n FROM agent_triggers WHERE id = ?1",
-            id
-        )
-        .fetch_one(&tx)?
-        .n;
-        if taken.unwrap_or(0) > 0 {
-            return Err(Error::Conflict {
-                what: "trigger",
-                key: id,
-                reason: "the id is taken".into(),
-            });
-        }
-        crate::accounts::touch(&tx, &new.account_id, now)?;
-        let row = agent_triggers::Row {
-            id,
-            account_id: new.account_id.clone(),
-            agent_id: new.agent_id.clone(),
-            name,
-            enabled: new.enabled,
-            source_cbor: Cbor::encode(&new.source)?,
-            prompt: new.prompt.clone(),
-            continuation_cbor: new.continuation.as_ref().map(Cbor::encode).transpose()?,
-            cooldown_ms: None,
-            merged_into: None,
-            created_at: now,
-            updated_at: now,
-            last_checked_at: None,
-            last_fired_at: None,
-            last_error: None,
-        };
-        agent_triggers::insert(&tx, &row)?;
-        let webhook_secret = match new.source {
-            AgentTriggerSource::Webhook(_) => Some(webhook::create_credential(&tx, &row, now)?),
-            _ => None,
-        };
-        tx.commit()?;
-        Ok(TriggerWrite {
-            trigger: row,
-            webhook_secret,
+        self.write(|tx, now| {
+            if agents::get(tx, &new.account_id, &new.agent_id)?.is_none() {
+                return Err(Error::NotFound {
+                    what: "agent",
+                    id: new.agent_id.clone(),
+                });
+            }
+            let id = new.id.clone().unwrap_or_else(new_id);
+            let taken = query!(
+                "SELECT CAST(count(*) AS INTEGER) AS n FROM agent_triggers WHERE id = ?1",
+                id
+            )
+            .fetch_one(tx)?
+            .n;
+            if taken.unwrap_or(0) > 0 {
+                return Err(Error::Conflict {
+                    what: "trigger",
+                    key: id,
+                    reason: "the id is taken".into(),
+                });
+            }
+            crate::accounts::touch(tx, &new.account_id, now)?;
+            let row = agent_triggers::Row {
+                id,
+                account_id: new.account_id.clone(),
+                agent_id: new.agent_id.clone(),
+                name,
+                enabled: new.enabled,
+                source_cbor: Cbor::encode(&new.source)?,
+                prompt: new.prompt.clone(),
+                continuation_cbor: new.continuation.as_ref().map(Cbor::encode).transpose()?,
+                cooldown_ms: None,
+                merged_into: None,
+                created_at: now,
+                updated_at: now,
+                last_checked_at: None,
+                last_fired_at: None,
+                last_error: None,
+            };
+            agent_triggers::insert(tx, &row)?;
+            let webhook_secret = match new.source {
+                AgentTriggerSource::Webhook(_) => Some(webhook::create_credential(tx, &row, now)?),
+                _ => None,
+            };
+            Ok(TriggerWrite {
+                trigger: row,
+                webhook_secret,
+            })
         })
     }
 
@@ -274,46 +157,45 @@ impl Store {
         if let Some(source) = &patch.source {
             validate_source(source)?;
         }
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut row = load_trigger(&tx, account_id, id)?;
-        check_mutable(&row)?;
-        if let Some(name) = name {
-            row.name = name;
-        }
-        if let Some(enabled) = patch.enabled {
-            row.enabled = enabled;
-        }
-        if let Some(prompt) = &patch.prompt {
-            row.prompt = prompt.clone();
-        }
-        if let Some(continuation) = &patch.continuation {
-            row.continuation_cbor = continuation.as_ref().map(Cbor::encode).transpose()?;
-        }
-        let mut webhook_secret = None;
-        if let Some(source) = &patch.source {
-            row.source_cbor = Cbor::encode(source)?;
-            let has_credential =
-                crate::schema::webhook_trigger_credentials::get(&tx, account_id, id)?.is_some();
-            match (
-                matches!(source, AgentTriggerSource::Webhook(_)),
-                has_credential,
-            ) {
-                (true, false) => webhook_secret = Some(webhook::create_credential(&tx, &row, now)?),
-                (false, true) => {
-                    crate::schema::webhook_trigger_credentials::delete(&tx, account_id, id)?;
-                }
-                _ => {}
+        self.write(|tx, now| {
+            let mut row = load_trigger(tx, account_id, id)?;
+            check_mutable(&row)?;
+            if let Some(name) = name {
+                row.name = name;
             }
-        }
-        row.updated_at = now;
-        agent_triggers::update(&tx, &row)?;
-        tx.commit()?;
-        Ok(TriggerWrite {
-            trigger: row,
-            webhook_secret,
+            if let Some(enabled) = patch.enabled {
+                row.enabled = enabled;
+            }
+            if let Some(prompt) = &patch.prompt {
+                row.prompt = prompt.clone();
+            }
+            if let Some(continuation) = &patch.continuation {
+                row.continuation_cbor = continuation.as_ref().map(Cbor::encode).transpose()?;
+            }
+            let mut webhook_secret = None;
+            if let Some(source) = &patch.source {
+                row.source_cbor = Cbor::encode(source)?;
+                let has_credential =
+                    crate::schema::webhook_trigger_credentials::get(tx, account_id, id)?.is_some();
+                match (
+                    matches!(source, AgentTriggerSource::Webhook(_)),
+                    has_credential,
+                ) {
+                    (true, false) => {
+                        webhook_secret = Some(webhook::create_credential(tx, &row, now)?)
+                    }
+                    (false, true) => {
+                        crate::schema::webhook_trigger_credentials::delete(tx, account_id, id)?;
+                    }
+                    _ => {}
+                }
+            }
+            row.updated_at = now;
+            agent_triggers::update(tx, &row)?;
+            Ok(TriggerWrite {
+                trigger: row,
+                webhook_secret,
+            })
         })
     }
 
@@ -346,11 +228,7 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
-    pub fn list_triggers(
-        &self,
-        account_id: &str,
-        agent_id: &str,
-    ) -> Result<Vec<agent_triggers::Row>> {
+    pub fn triggers(&self, account_id: &str, agent_id: &str) -> Result<Vec<agent_triggers::Row>> {
         agent_triggers::list_by_agent_id(self.conn(), account_id, agent_id)
     }
 
@@ -362,49 +240,47 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn delete_trigger(&mut self, account_id: &str, id: &str) -> Result<bool> {
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        if agent_triggers::get(&tx, account_id, id)?.is_none() {
-            return Ok(false);
-        }
-        // Retired predecessors first (deepest first), so no merged_into dangles at any point.
-        let doomed = query!(
-            "WITH RECURSIVE retired(id, depth) AS (
-                   SELECT ?2, 0
-                   UNION
-                   SELECT t.id, retired.depth + 1 FROM agent_triggers AS t JOIN retired ON t.merged_into = retired.id
-                   WHERE t.account_id = ?1
-                 )
-                 SELECT id FROM retired ORDER BY depth DESC",
-            account_id,
-            id
-        )
-        .fetch_all(&tx)?;
-        for trigger_id in doomed.into_iter().map(|r| r.id) {
-            query!(
-                "UPDATE runs SET trigger_firing_id = NULL
-                 WHERE trigger_firing_id IN (SELECT id FROM trigger_firings WHERE account_id = ?1 AND trigger_id = ?2)",
+        self.write(|tx, _now| {
+            if agent_triggers::get(tx, account_id, id)?.is_none() {
+                return Ok(false);
+            }
+            // Retired predecessors first (deepest first), so no merged_into dangles at any point.
+            let doomed = query!(
+                "WITH RECURSIVE retired(id, depth) AS (
+                       SELECT ?2, 0
+                       UNION
+                       SELECT t.id, retired.depth + 1 FROM agent_triggers AS t JOIN retired ON t.merged_into = retired.id
+                       WHERE t.account_id = ?1
+                     )
+                     SELECT id FROM retired ORDER BY depth DESC",
                 account_id,
-                trigger_id
+                id
             )
-            .execute(&tx)?;
-            query!(
-                "DELETE FROM trigger_firings WHERE account_id = ?1 AND trigger_id = ?2",
-                account_id,
-                trigger_id
-            )
-            .execute(&tx)?;
-            query!(
-                "DELETE FROM trigger_event_claims WHERE account_id = ?1 AND trigger_id = ?2",
-                account_id,
-                trigger_id
-            )
-            .execute(&tx)?;
-            crate::schema::webhook_trigger_credentials::delete(&tx, account_id, &trigger_id)?;
-            agent_triggers::delete(&tx, account_id, &trigger_id)?;
-        }
-        tx.commit()?;
-        Ok(true)
+            .fetch_all(tx)?;
+            for trigger_id in doomed.into_iter().map(|r| r.id) {
+                query!(
+                    "UPDATE runs SET trigger_firing_id = NULL
+                     WHERE trigger_firing_id IN (SELECT id FROM trigger_firings WHERE account_id = ?1 AND trigger_id = ?2)",
+                    account_id,
+                    trigger_id
+                )
+                .execute(tx)?;
+                query!(
+                    "DELETE FROM trigger_firings WHERE account_id = ?1 AND trigger_id = ?2",
+                    account_id,
+                    trigger_id
+                )
+                .execute(tx)?;
+                query!(
+                    "DELETE FROM trigger_event_claims WHERE account_id = ?1 AND trigger_id = ?2",
+                    account_id,
+                    trigger_id
+                )
+                .execute(tx)?;
+                crate::schema::webhook_trigger_credentials::delete(tx, account_id, &trigger_id)?;
+                agent_triggers::delete(tx, account_id, &trigger_id)?;
+            }
+            Ok(true)
+        })
     }
 }

@@ -18,16 +18,17 @@
 //! match an activity event when every present one is equal, resources compared without their
 //! version and query.
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 
 use crate::cbor::Cbor;
+use crate::check::non_empty;
 use crate::error::{Error, Result};
 use crate::journal::{append_in_tx, Appended};
 use crate::lease::{fence, Claim};
 use crate::payload::{
     Ipld, JournalEntryBody, OpenMap, RunWait, RunWaitEvent, WaitMatch, WorkflowJournalEntry,
 };
-use crate::runs::{delete_waits, load_run, park_in_tx, requeue_waiting};
+use crate::runs::lifecycle::{delete_waits, load_run, park_in_tx, requeue_waiting};
 use crate::schema::run_event_waits;
 use crate::schema::runs::{self, Status};
 use crate::{query, Store};
@@ -43,8 +44,8 @@ macro_rules! timeout_sweep_query {
     };
 }
 
-/// The checked SQL of the timeout sweep, for the query-plan tests
-/// ([`crate::runs::hot_queries`]).
+/// The checked SQL of the timeout sweep, for the query-plan registry
+/// ([`crate::execution::plans`]).
 pub(crate) fn timeout_sweep_sql() -> &'static str {
     timeout_sweep_query!(0_i64).sql()
 }
@@ -254,17 +255,6 @@ pub(crate) fn resolve_wait(
     }
 }
 
-/// Checks a wait id.
-fn check_wait_id(wait_id: &str) -> Result<()> {
-    if wait_id.trim().is_empty() {
-        return Err(Error::Invalid {
-            field: "wait_id",
-            reason: "must not be empty".into(),
-        });
-    }
-    Ok(())
-}
-
 /// Upserts a wait inside the caller's transaction, keeping `created_at` of an existing row.
 fn upsert_wait(
     conn: &Connection,
@@ -303,22 +293,19 @@ impl Store {
         criteria: &WaitMatch,
         timeout_at: Option<i64>,
     ) -> Result<run_event_waits::Row> {
-        check_wait_id(wait_id)?;
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let run = fence(&tx, claim)?;
-        upsert_wait(&tx, &run, wait_id, criteria, timeout_at, now)?;
-        let row =
-            run_event_waits::get(&tx, &run.account_id, &run.id, wait_id)?.ok_or_else(|| {
-                Error::NotFound {
-                    what: "wait",
-                    id: wait_id.to_owned(),
-                }
-            })?;
-        tx.commit()?;
-        Ok(row)
+        non_empty("wait_id", wait_id)?;
+        self.write(|tx, now| {
+            let run = fence(tx, claim)?;
+            upsert_wait(tx, &run, wait_id, criteria, timeout_at, now)?;
+            let row =
+                run_event_waits::get(tx, &run.account_id, &run.id, wait_id)?.ok_or_else(|| {
+                    Error::NotFound {
+                        what: "wait",
+                        id: wait_id.to_owned(),
+                    }
+                })?;
+            Ok(row)
+        })
     }
 
     /// `ctx.waitForEvent` in one transaction: registers the wait `wait.wait_id` with `criteria`
@@ -333,15 +320,12 @@ impl Store {
         wait: &RunWaitEvent,
         criteria: &WaitMatch,
     ) -> Result<runs::Row> {
-        check_wait_id(&wait.wait_id)?;
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let parked = park_in_tx(&tx, claim, &RunWait::Event(wait.clone()), now)?;
-        upsert_wait(&tx, &parked, &wait.wait_id, criteria, wait.timeout_at, now)?;
-        tx.commit()?;
-        Ok(parked)
+        non_empty("wait_id", &wait.wait_id)?;
+        self.write(|tx, now| {
+            let parked = park_in_tx(tx, claim, &RunWait::Event(wait.clone()), now)?;
+            upsert_wait(tx, &parked, &wait.wait_id, criteria, wait.timeout_at, now)?;
+            Ok(parked)
+        })
     }
 
     /// The outstanding waits of a run.
@@ -369,39 +353,36 @@ impl Store {
         signal: &str,
         payload: Option<Ipld>,
     ) -> Result<SignalOutcome> {
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let waits = match run_id {
-            Some(run_id) => run_event_waits::list_by_run_id(&tx, account_id, run_id)?,
-            None => run_event_waits::list_by_account_id(&tx, account_id)?,
-        };
-        let mut outcome = SignalOutcome::NotDelivered;
-        for wait in waits {
-            if !matches_signal(&wait.match_cbor.decode()?, signal) {
-                continue;
+        self.write(|tx, now| {
+            let waits = match run_id {
+                Some(run_id) => run_event_waits::list_by_run_id(tx, account_id, run_id)?,
+                None => run_event_waits::list_by_account_id(tx, account_id)?,
+            };
+            let mut outcome = SignalOutcome::NotDelivered;
+            for wait in waits {
+                if !matches_signal(&wait.match_cbor.decode()?, signal) {
+                    continue;
+                }
+                let mut delivery = OpenMap::new();
+                delivery.insert("source".into(), Ipld::String(source.as_str().to_owned()));
+                delivery.insert("signal".into(), Ipld::String(signal.to_owned()));
+                if let Some(payload) = &payload {
+                    delivery.insert("payload".into(), payload.clone());
+                }
+                if let Some(done) = resolve_wait(
+                    tx,
+                    account_id,
+                    &wait.run_id,
+                    &wait.wait_id,
+                    Some(delivery),
+                    now,
+                )? {
+                    outcome = SignalOutcome::Delivered(done);
+                    break;
+                }
             }
-            let mut delivery = OpenMap::new();
-            delivery.insert("source".into(), Ipld::String(source.as_str().to_owned()));
-            delivery.insert("signal".into(), Ipld::String(signal.to_owned()));
-            if let Some(payload) = &payload {
-                delivery.insert("payload".into(), payload.clone());
-            }
-            if let Some(done) = resolve_wait(
-                &tx,
-                account_id,
-                &wait.run_id,
-                &wait.wait_id,
-                Some(delivery),
-                now,
-            )? {
-                outcome = SignalOutcome::Delivered(done);
-                break;
-            }
-        }
-        tx.commit()?;
-        Ok(outcome)
+            Ok(outcome)
+        })
     }
 
     /// Offers an activity event to every wait of the account: each waiting run with a matching
@@ -415,42 +396,39 @@ impl Store {
         account_id: &str,
         event: &ActivityEvent,
     ) -> Result<Vec<Delivered>> {
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let waits = run_event_waits::list_by_account_id(&tx, account_id)?;
-        let mut delivered: Vec<Delivered> = Vec::new();
-        for wait in waits {
-            if delivered.iter().any(|d| d.run_id == wait.run_id) {
-                continue;
+        self.write(|tx, now| {
+            let waits = run_event_waits::list_by_account_id(tx, account_id)?;
+            let mut delivered: Vec<Delivered> = Vec::new();
+            for wait in waits {
+                if delivered.iter().any(|d| d.run_id == wait.run_id) {
+                    continue;
+                }
+                if !matches_activity(&wait.match_cbor.decode()?, event) {
+                    continue;
+                }
+                let payload = event.payload.clone().unwrap_or_else(|| {
+                    let mut activity = OpenMap::new();
+                    activity.insert("eventType".into(), Ipld::String(event.event_type.clone()));
+                    activity.insert("resource".into(), Ipld::String(event.resource.clone()));
+                    activity.insert("author".into(), Ipld::String(event.author.clone()));
+                    Ipld::Map(activity)
+                });
+                let mut delivery = OpenMap::new();
+                delivery.insert("source".into(), Ipld::String("activity".into()));
+                delivery.insert("payload".into(), payload);
+                if let Some(done) = resolve_wait(
+                    tx,
+                    account_id,
+                    &wait.run_id,
+                    &wait.wait_id,
+                    Some(delivery),
+                    now,
+                )? {
+                    delivered.push(done);
+                }
             }
-            if !matches_activity(&wait.match_cbor.decode()?, event) {
-                continue;
-            }
-            let payload = event.payload.clone().unwrap_or_else(|| {
-                let mut activity = OpenMap::new();
-                activity.insert("eventType".into(), Ipld::String(event.event_type.clone()));
-                activity.insert("resource".into(), Ipld::String(event.resource.clone()));
-                activity.insert("author".into(), Ipld::String(event.author.clone()));
-                Ipld::Map(activity)
-            });
-            let mut delivery = OpenMap::new();
-            delivery.insert("source".into(), Ipld::String("activity".into()));
-            delivery.insert("payload".into(), payload);
-            if let Some(done) = resolve_wait(
-                &tx,
-                account_id,
-                &wait.run_id,
-                &wait.wait_id,
-                Some(delivery),
-                now,
-            )? {
-                delivered.push(done);
-            }
-        }
-        tx.commit()?;
-        Ok(delivered)
+            Ok(delivered)
+        })
     }
 
     /// Times out every wait whose `timeout_at` is due (through `run_event_waits_by_timeout`), in
@@ -460,25 +438,17 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
     pub fn sweep_wait_timeouts(&mut self) -> Result<Vec<Delivered>> {
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let due = timeout_sweep_query!(now).fetch_all(&tx)?;
-        let mut timed_out = Vec::new();
-        for wait in due {
-            if let Some(done) = resolve_wait(
-                &tx,
-                &wait.account_id,
-                &wait.run_id,
-                &wait.wait_id,
-                None,
-                now,
-            )? {
-                timed_out.push(done);
+        self.write(|tx, now| {
+            let due = timeout_sweep_query!(now).fetch_all(tx)?;
+            let mut timed_out = Vec::new();
+            for wait in due {
+                if let Some(done) =
+                    resolve_wait(tx, &wait.account_id, &wait.run_id, &wait.wait_id, None, now)?
+                {
+                    timed_out.push(done);
+                }
             }
-        }
-        tx.commit()?;
-        Ok(timed_out)
+            Ok(timed_out)
+        })
     }
 }

@@ -5,24 +5,14 @@
 //! (so a poll, a success and an error never lose one another's columns): the cursor moves only
 //! with a success, which also clears the last error; an error keeps the cursor.
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 
 use crate::cbor::Cbor;
+use crate::check::non_empty;
 use crate::error::{Error, Result};
 use crate::payload::ActivityCursor;
 use crate::schema::activity_watermarks;
 use crate::{query, Store};
-
-/// Checks a server URL.
-fn check_url(server_url: &str) -> Result<()> {
-    if server_url.trim().is_empty() {
-        return Err(Error::Invalid {
-            field: "server_url",
-            reason: "must not be empty".into(),
-        });
-    }
-    Ok(())
-}
 
 impl Store {
     /// The watermark of one feed.
@@ -41,7 +31,7 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
-    pub fn list_watermarks(&self, account_id: &str) -> Result<Vec<activity_watermarks::Row>> {
+    pub fn watermarks(&self, account_id: &str) -> Result<Vec<activity_watermarks::Row>> {
         activity_watermarks::list_by_account_id(self.conn(), account_id)
     }
 
@@ -143,30 +133,26 @@ impl Store {
 }
 
 impl Store {
-    /// The shared frame of every watermark write: the URL check, one `BEGIN IMMEDIATE`
-    /// transaction with the account touched, the caller's single upsert, and the row read back.
+    /// The shared body of every watermark write: the URL check, then in one write transaction
+    /// the account touched, the caller's single upsert, and the row read back.
     fn upsert_watermark(
         &mut self,
         account_id: &str,
         server_url: &str,
-        write: impl FnOnce(&Connection, i64) -> Result<usize>,
+        upsert: impl FnOnce(&Connection, i64) -> Result<usize>,
     ) -> Result<activity_watermarks::Row> {
-        check_url(server_url)?;
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        crate::accounts::touch(&tx, account_id, now)?;
-        write(&tx, now)?;
-        let row = read_back(&tx, account_id, server_url)?;
-        tx.commit()?;
-        Ok(row)
+        non_empty("server_url", server_url)?;
+        self.write(|tx, now| {
+            crate::accounts::touch(tx, account_id, now)?;
+            upsert(tx, now)?;
+            read_back(tx, account_id, server_url)
+        })
     }
 }
 
 /// The row just written.
 fn read_back(
-    conn: &rusqlite::Connection,
+    conn: &Connection,
     account_id: &str,
     server_url: &str,
 ) -> Result<activity_watermarks::Row> {

@@ -11,10 +11,12 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 
 use crate::cbor::Cbor;
+use crate::check::invalid;
 use crate::error::{Error, Result};
+use crate::ids;
 use crate::payload::ContinuationManifest;
 use crate::schema::{session_continuations, sessions};
 use crate::{accounts, Store};
@@ -48,18 +50,11 @@ pub struct Continued {
     pub created: bool,
 }
 
-fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
-    Error::Invalid {
-        field,
-        reason: reason.into(),
-    }
-}
-
 fn check(request: &ContinuationRequest) -> Result<()> {
-    accounts::check_id("predecessorSessionId", &request.predecessor_session_id)?;
-    accounts::check_id("toolCallId", &request.tool_call_id)?;
+    ids::check_id("predecessorSessionId", &request.predecessor_session_id)?;
+    ids::check_id("toolCallId", &request.tool_call_id)?;
     if let Some(event) = &request.initiating_event_id {
-        accounts::check_id("initiatingEventId", event)?;
+        ids::check_id("initiatingEventId", event)?;
     }
     if let Some(reason) = &request.reason {
         if reason.len() > MAX_REASON_BYTES {
@@ -105,64 +100,65 @@ impl Store {
     ) -> Result<Continued> {
         check(request)?;
         let manifest_cbor = Cbor::encode(&request.manifest)?;
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let predecessor = request.predecessor_session_id.as_str();
-        if let Some(edge) = session_continuations::get_by_predecessor_session_id_and_tool_call_id(
-            &tx,
-            account_id,
-            predecessor,
-            &request.tool_call_id,
-        )? {
-            return Ok(Continued {
-                edge,
-                created: false,
-            });
-        }
-        session_in(&tx, account_id, predecessor)?;
-        let origin =
-            session_continuations::get_by_successor_session_id(&tx, account_id, predecessor)?
-                .map_or_else(|| predecessor.to_owned(), |edge| edge.origin_session_id);
-        let successor = make_successor(&tx, now)?;
-        if successor == predecessor {
-            return Err(invalid(
-                "successorSessionId",
-                "a session cannot continue itself",
-            ));
-        }
-        session_in(&tx, account_id, &successor)?;
-        let has_edges = successor == origin
-            || session_continuations::get_by_successor_session_id(&tx, account_id, &successor)?
-                .is_some()
-            || !session_continuations::list_by_predecessor_session_id(&tx, account_id, &successor)?
+        self.write(|tx, now| {
+            let predecessor = request.predecessor_session_id.as_str();
+            if let Some(edge) =
+                session_continuations::get_by_predecessor_session_id_and_tool_call_id(
+                    tx,
+                    account_id,
+                    predecessor,
+                    &request.tool_call_id,
+                )?
+            {
+                return Ok(Continued {
+                    edge,
+                    created: false,
+                });
+            }
+            session_in(tx, account_id, predecessor)?;
+            let origin =
+                session_continuations::get_by_successor_session_id(tx, account_id, predecessor)?
+                    .map_or_else(|| predecessor.to_owned(), |edge| edge.origin_session_id);
+            let successor = make_successor(tx, now)?;
+            if successor == predecessor {
+                return Err(invalid(
+                    "successorSessionId",
+                    "a session cannot continue itself",
+                ));
+            }
+            session_in(tx, account_id, &successor)?;
+            let has_edges = successor == origin
+                || session_continuations::get_by_successor_session_id(tx, account_id, &successor)?
+                    .is_some()
+                || !session_continuations::list_by_predecessor_session_id(
+                    tx, account_id, &successor,
+                )?
                 .is_empty();
-        if has_edges {
-            return Err(Error::Conflict {
-                what: "session continuation",
-                key: successor,
-                reason: "the successor already belongs to a continuation chain".into(),
-            });
-        }
-        accounts::touch(&tx, account_id, now)?;
-        let edge = Row {
-            id: accounts::new_id(),
-            account_id: account_id.into(),
-            predecessor_session_id: predecessor.into(),
-            successor_session_id: successor,
-            origin_session_id: origin,
-            tool_call_id: request.tool_call_id.clone(),
-            initiating_event_id: request.initiating_event_id.clone(),
-            reason: request.reason.clone(),
-            manifest_cbor,
-            created_at: now,
-        };
-        session_continuations::insert(&tx, &edge)?;
-        tx.commit()?;
-        Ok(Continued {
-            edge,
-            created: true,
+            if has_edges {
+                return Err(Error::Conflict {
+                    what: "session continuation",
+                    key: successor,
+                    reason: "the successor already belongs to a continuation chain".into(),
+                });
+            }
+            accounts::touch(tx, account_id, now)?;
+            let edge = Row {
+                id: ids::new_id(),
+                account_id: account_id.into(),
+                predecessor_session_id: predecessor.into(),
+                successor_session_id: successor,
+                origin_session_id: origin,
+                tool_call_id: request.tool_call_id.clone(),
+                initiating_event_id: request.initiating_event_id.clone(),
+                reason: request.reason.clone(),
+                manifest_cbor,
+                created_at: now,
+            };
+            session_continuations::insert(tx, &edge)?;
+            Ok(Continued {
+                edge,
+                created: true,
+            })
         })
     }
 

@@ -7,10 +7,12 @@
 //! and is not edited afterwards (a retried publish with the same id and version returns the
 //! published row; another is a conflict).
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 
 use crate::cbor::Cbor;
+use crate::check::{invalid, non_empty};
 use crate::error::{Error, Result};
+use crate::ids;
 use crate::payload::{DraftContent, DraftMetadata};
 use crate::schema::{agent_drafts, agents, secrets};
 use crate::{accounts, Store};
@@ -46,13 +48,6 @@ pub struct DraftFields {
     pub visibility: Option<String>,
 }
 
-fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
-    Error::Invalid {
-        field,
-        reason: reason.into(),
-    }
-}
-
 fn draft_not_found(id: &str) -> Error {
     Error::NotFound {
         what: "draft",
@@ -69,9 +64,7 @@ fn checked(
     fields: &DraftFields,
 ) -> Result<(Cbor<DraftContent>, Option<Cbor<DraftMetadata>>)> {
     let format = &fields.content_format;
-    if format.trim().is_empty() {
-        return Err(invalid("contentFormat", "must not be empty"));
-    }
+    non_empty("contentFormat", format)?;
     if format.len() > MAX_FORMAT_BYTES {
         return Err(invalid(
             "contentFormat",
@@ -130,41 +123,38 @@ impl Store {
         agent_id: Option<&str>,
         fields: &DraftFields,
     ) -> Result<Row> {
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (content_cbor, metadata_cbor) = checked(&tx, account_id, fields)?;
-        if let Some(agent) = agent_id {
-            agents::get(&tx, account_id, agent)?.ok_or_else(|| Error::NotFound {
-                what: "agent",
-                id: agent.into(),
-            })?;
-        }
-        accounts::touch(&tx, account_id, now)?;
-        let row = Row {
-            id: accounts::new_id(),
-            account_id: account_id.into(),
-            agent_id: agent_id.map(str::to_owned),
-            signer_secret_name: fields.signer_secret_name.clone(),
-            title: fields.title.clone(),
-            content_format: fields.content_format.clone(),
-            content_cbor,
-            metadata_cbor,
-            edit_target: fields.edit_target.clone(),
-            location_target: fields.location_target.clone(),
-            path_name: fields.path_name.clone(),
-            visibility: fields.visibility.clone(),
-            status: Status::Draft,
-            created_at: now,
-            updated_at: now,
-            published_at: None,
-            published_id: None,
-            published_version: None,
-        };
-        agent_drafts::insert(&tx, &row)?;
-        tx.commit()?;
-        Ok(row)
+        self.write(|tx, now| {
+            let (content_cbor, metadata_cbor) = checked(tx, account_id, fields)?;
+            if let Some(agent) = agent_id {
+                agents::get(tx, account_id, agent)?.ok_or_else(|| Error::NotFound {
+                    what: "agent",
+                    id: agent.into(),
+                })?;
+            }
+            accounts::touch(tx, account_id, now)?;
+            let row = Row {
+                id: ids::new_id(),
+                account_id: account_id.into(),
+                agent_id: agent_id.map(str::to_owned),
+                signer_secret_name: fields.signer_secret_name.clone(),
+                title: fields.title.clone(),
+                content_format: fields.content_format.clone(),
+                content_cbor,
+                metadata_cbor,
+                edit_target: fields.edit_target.clone(),
+                location_target: fields.location_target.clone(),
+                path_name: fields.path_name.clone(),
+                visibility: fields.visibility.clone(),
+                status: Status::Draft,
+                created_at: now,
+                updated_at: now,
+                published_at: None,
+                published_id: None,
+                published_version: None,
+            };
+            agent_drafts::insert(tx, &row)?;
+            Ok(row)
+        })
     }
 
     /// Replaces the editable fields of the draft `id`.
@@ -178,36 +168,33 @@ impl Store {
         id: &str,
         fields: &DraftFields,
     ) -> Result<Row> {
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let existing =
-            agent_drafts::get(&tx, account_id, id)?.ok_or_else(|| draft_not_found(id))?;
-        if existing.status == Status::Published {
-            return Err(Error::Conflict {
-                what: "draft",
-                key: id.into(),
-                reason: "it is published and can no longer be edited".into(),
-            });
-        }
-        let (content_cbor, metadata_cbor) = checked(&tx, account_id, fields)?;
-        let row = Row {
-            signer_secret_name: fields.signer_secret_name.clone(),
-            title: fields.title.clone(),
-            content_format: fields.content_format.clone(),
-            content_cbor,
-            metadata_cbor,
-            edit_target: fields.edit_target.clone(),
-            location_target: fields.location_target.clone(),
-            path_name: fields.path_name.clone(),
-            visibility: fields.visibility.clone(),
-            updated_at: now,
-            ..existing
-        };
-        agent_drafts::update(&tx, &row)?;
-        tx.commit()?;
-        Ok(row)
+        self.write(|tx, now| {
+            let existing =
+                agent_drafts::get(tx, account_id, id)?.ok_or_else(|| draft_not_found(id))?;
+            if existing.status == Status::Published {
+                return Err(Error::Conflict {
+                    what: "draft",
+                    key: id.into(),
+                    reason: "it is published and can no longer be edited".into(),
+                });
+            }
+            let (content_cbor, metadata_cbor) = checked(tx, account_id, fields)?;
+            let row = Row {
+                signer_secret_name: fields.signer_secret_name.clone(),
+                title: fields.title.clone(),
+                content_format: fields.content_format.clone(),
+                content_cbor,
+                metadata_cbor,
+                edit_target: fields.edit_target.clone(),
+                location_target: fields.location_target.clone(),
+                path_name: fields.path_name.clone(),
+                visibility: fields.visibility.clone(),
+                updated_at: now,
+                ..existing
+            };
+            agent_drafts::update(tx, &row)?;
+            Ok(row)
+        })
     }
 
     /// Marks the draft `id` published as `published_id` at `published_version`, now. A retry
@@ -224,42 +211,35 @@ impl Store {
         published_id: &str,
         published_version: &str,
     ) -> Result<Row> {
-        if published_id.trim().is_empty() {
-            return Err(invalid("publishedId", "must not be empty"));
-        }
-        if published_version.trim().is_empty() {
-            return Err(invalid("publishedVersion", "must not be empty"));
-        }
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let existing =
-            agent_drafts::get(&tx, account_id, id)?.ok_or_else(|| draft_not_found(id))?;
-        if existing.status == Status::Published {
-            return if existing.published_id.as_deref() == Some(published_id)
-                && existing.published_version.as_deref() == Some(published_version)
-            {
-                Ok(existing)
-            } else {
-                Err(Error::Conflict {
-                    what: "draft",
-                    key: id.into(),
-                    reason: "it was already published as another id or version".into(),
-                })
+        non_empty("publishedId", published_id)?;
+        non_empty("publishedVersion", published_version)?;
+        self.write(|tx, now| {
+            let existing =
+                agent_drafts::get(tx, account_id, id)?.ok_or_else(|| draft_not_found(id))?;
+            if existing.status == Status::Published {
+                return if existing.published_id.as_deref() == Some(published_id)
+                    && existing.published_version.as_deref() == Some(published_version)
+                {
+                    Ok(existing)
+                } else {
+                    Err(Error::Conflict {
+                        what: "draft",
+                        key: id.into(),
+                        reason: "it was already published as another id or version".into(),
+                    })
+                };
+            }
+            let row = Row {
+                status: Status::Published,
+                published_at: Some(now),
+                published_id: Some(published_id.into()),
+                published_version: Some(published_version.into()),
+                updated_at: now,
+                ..existing
             };
-        }
-        let row = Row {
-            status: Status::Published,
-            published_at: Some(now),
-            published_id: Some(published_id.into()),
-            published_version: Some(published_version.into()),
-            updated_at: now,
-            ..existing
-        };
-        agent_drafts::update(&tx, &row)?;
-        tx.commit()?;
-        Ok(row)
+            agent_drafts::update(tx, &row)?;
+            Ok(row)
+        })
     }
 
     /// The draft `id` of `account_id`.
@@ -298,7 +278,7 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`].
-    pub fn delete_draft(&self, account_id: &str, id: &str) -> Result<bool> {
-        Ok(agent_drafts::delete(self.conn(), account_id, id)? > 0)
+    pub fn delete_draft(&mut self, account_id: &str, id: &str) -> Result<bool> {
+        self.write(|tx, _| Ok(agent_drafts::delete(tx, account_id, id)? > 0))
     }
 }

@@ -13,7 +13,7 @@ use seed_agents_store::payload::{
 };
 use seed_agents_store::runs::NewRun;
 use seed_agents_store::schema::runs::{Kind, Origin};
-use seed_agents_store::schema::{agents, sessions};
+use seed_agents_store::schema::sessions;
 use seed_agents_store::Store;
 
 /// The account under test.
@@ -69,59 +69,40 @@ pub fn fixture() -> Fixture {
     Fixture { store, clock, dir }
 }
 
+/// A plain writable connection to the store's file, for rows the tests write by hand (the
+/// store's own connection is read-only), with foreign keys checked as the store checks them.
+pub fn raw(store: &Store) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(store.path()).expect("raw connection");
+    conn.pragma_update(None, "foreign_keys", true).unwrap();
+    conn
+}
+
+/// An idle agent `id` of `account` (created when missing) with the default definition.
 pub fn agent_in(store: &Store, account: &str, id: &str) {
-    store
-        .conn()
-        .execute(
-            "INSERT OR IGNORE INTO accounts (id, created_at, updated_at) VALUES (?1, ?2, ?2)",
-            (account, T0),
-        )
-        .unwrap();
-    agents::insert(
-        store.conn(),
-        &agents::Row {
-            id: id.into(),
-            account_id: account.into(),
-            definition_cbor: Cbor::encode(&AgentDefinition::default()).unwrap(),
-            state_dir: format!("/tmp/{id}"),
-            status: agents::Status::Idle,
-            public_read: false,
-            public_chat: false,
-            activity_at: None,
-            activity_kind: None,
-            message_at: None,
-            message_from: None,
-            activity_session_id: None,
-            created_at: T0,
-            updated_at: T0,
-        },
+    let conn = raw(store);
+    conn.execute(
+        "INSERT OR IGNORE INTO accounts (id, created_at, updated_at) VALUES (?1, ?2, ?2)",
+        (account, T0),
+    )
+    .unwrap();
+    let definition = Cbor::encode(&AgentDefinition::default()).unwrap();
+    conn.execute(
+        "INSERT INTO agents (id, account_id, definition_cbor, state_dir, status, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, 'idle', ?5, ?5)",
+        (id, account, definition.as_bytes(), format!("/tmp/{id}"), T0),
     )
     .unwrap();
 }
 
+/// An idle session `id` of `agent` in `account`.
 pub fn session_in(store: &Store, account: &str, agent: &str, id: &str) {
-    sessions::insert(
-        store.conn(),
-        &sessions::Row {
-            id: id.into(),
-            account_id: account.into(),
-            agent_id: agent.into(),
-            title: None,
-            title_source: sessions::TitleSource::System,
-            status: sessions::Status::Idle,
-            parent_session_id: None,
-            run_id: None,
-            plan_cbor: None,
-            model_override_cbor: None,
-            description: None,
-            thoroughness: None,
-            message_at: None,
-            message_from: None,
-            created_at: T0,
-            updated_at: T0,
-        },
-    )
-    .unwrap();
+    raw(store)
+        .execute(
+            "INSERT INTO sessions (id, account_id, agent_id, title_source, status, created_at, updated_at)
+             VALUES (?1, ?2, ?3, 'system', 'idle', ?4, ?4)",
+            (id, account, agent, T0),
+        )
+        .unwrap();
 }
 
 /// An agent run of A in `session`.

@@ -7,16 +7,17 @@
 //! trigger (no `context_cbor`) get their trigger's current name and prompt captured first, before
 //! the survivor's configuration changes, without any matched conditions (never recorded).
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 
 use crate::cbor::Cbor;
-use crate::error::{Error, Result};
+use crate::check::invalid;
+use crate::error::Result;
 use crate::payload::{
     ActivityAlternative, ActivitySource, AgentTriggerSource, FiringContext, OpenMap,
     TriggerContinuation,
 };
 use crate::schema::agent_triggers;
-use crate::triggers::{check_mutable, load_trigger, validate_source};
+use crate::triggers::checks::{check_mutable, load_trigger, trigger_name, validate_source};
 use crate::{query, Store};
 
 /// Which two triggers to combine and the shared action the survivor keeps.
@@ -45,14 +46,14 @@ fn alternatives(trigger: &agent_triggers::Row) -> Result<Vec<ActivityAlternative
             source: single,
             extra: OpenMap::new(),
         }]),
-        other => Err(Error::Invalid {
-            field: "source",
-            reason: format!(
+        other => Err(invalid(
+            "source",
+            format!(
                 "trigger {:?} is a {:?} trigger; only activity triggers combine",
                 trigger.id,
                 other.kind().unwrap_or("(no kind)")
             ),
-        }),
+        )),
     }
 }
 
@@ -79,88 +80,75 @@ impl Store {
     /// Combines `retired_id` into `survivor_id` (see the module doc). Returns the survivor.
     ///
     /// # Errors
-    /// [`Error::Invalid`] for one trigger twice, triggers of different agents, or a trigger that
-    /// is not an activity trigger; [`Error::Conflict`] when either is already retired;
-    /// [`Error::NotFound`] when either is not in the account.
+    /// [`crate::Error::Invalid`] for one trigger twice, triggers of different agents, or a
+    /// trigger that is not an activity trigger; [`crate::Error::Conflict`] when either is already
+    /// retired; [`crate::Error::NotFound`] when either is not in the account.
     pub fn combine_triggers(
         &mut self,
         account_id: &str,
         request: &CombineTriggers,
     ) -> Result<agent_triggers::Row> {
         if request.survivor_id == request.retired_id {
-            return Err(Error::Invalid {
-                field: "retired_id",
-                reason: "a trigger cannot be combined with itself".into(),
+            return Err(invalid(
+                "retired_id",
+                "a trigger cannot be combined with itself",
+            ));
+        }
+        self.write(|tx, now| {
+            let mut survivor = load_trigger(tx, account_id, &request.survivor_id)?;
+            let mut retired = load_trigger(tx, account_id, &request.retired_id)?;
+            check_mutable(&survivor)?;
+            check_mutable(&retired)?;
+            if survivor.agent_id != retired.agent_id {
+                return Err(invalid("retired_id", "both triggers must belong to the same agent"));
+            }
+            let mut combined = alternatives(&survivor)?;
+            for mut alternative in alternatives(&retired)? {
+                // Alternative ids are unique within a trigger; a clash gets the retired trigger's id
+                // as a prefix.
+                if combined.iter().any(|a| a.id == alternative.id) {
+                    alternative.id = format!("{}:{}", retired.id, alternative.id);
+                }
+                if !combined.iter().any(|a| a.source == alternative.source) {
+                    combined.push(alternative);
+                }
+            }
+            let source = AgentTriggerSource::Activity(ActivitySource {
+                alternatives: combined,
+                extra: OpenMap::new(),
             });
-        }
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut survivor = load_trigger(&tx, account_id, &request.survivor_id)?;
-        let mut retired = load_trigger(&tx, account_id, &request.retired_id)?;
-        check_mutable(&survivor)?;
-        check_mutable(&retired)?;
-        if survivor.agent_id != retired.agent_id {
-            return Err(Error::Invalid {
-                field: "retired_id",
-                reason: "both triggers must belong to the same agent".into(),
-            });
-        }
-        let mut combined = alternatives(&survivor)?;
-        for mut alternative in alternatives(&retired)? {
-            // Alternative ids are unique within a trigger; a clash gets the retired trigger's id
-            // as a prefix.
-            if combined.iter().any(|a| a.id == alternative.id) {
-                alternative.id = format!("{}:{}", retired.id, alternative.id);
-            }
-            if !combined.iter().any(|a| a.source == alternative.source) {
-                combined.push(alternative);
-            }
-        }
-        let source = AgentTriggerSource::Activity(ActivitySource {
-            alternatives: combined,
-            extra: OpenMap::new(),
-        });
-        validate_source(&source)?;
+            validate_source(&source)?;
 
-        capture_legacy_context(&tx, &survivor)?;
-        capture_legacy_context(&tx, &retired)?;
-        query!(
-            "INSERT OR IGNORE INTO trigger_event_claims (account_id, trigger_id, activity_key, firing_id, created_at)
-             SELECT account_id, ?3, activity_key, firing_id, created_at FROM trigger_event_claims
-             WHERE account_id = ?1 AND trigger_id = ?2",
-            account_id,
-            retired.id,
-            survivor.id
-        )
-        .execute(&tx)?;
+            capture_legacy_context(tx, &survivor)?;
+            capture_legacy_context(tx, &retired)?;
+            query!(
+                "INSERT OR IGNORE INTO trigger_event_claims (account_id, trigger_id, activity_key, firing_id, created_at)
+                 SELECT account_id, ?3, activity_key, firing_id, created_at FROM trigger_event_claims
+                 WHERE account_id = ?1 AND trigger_id = ?2",
+                account_id,
+                retired.id,
+                survivor.id
+            )
+            .execute(tx)?;
 
-        retired.merged_into = Some(survivor.id.clone());
-        retired.enabled = false;
-        retired.updated_at = now;
-        agent_triggers::update(&tx, &retired)?;
+            retired.merged_into = Some(survivor.id.clone());
+            retired.enabled = false;
+            retired.updated_at = now;
+            agent_triggers::update(tx, &retired)?;
 
-        survivor.source_cbor = Cbor::encode(&source)?;
-        if let Some(name) = &request.name {
-            let name = name.trim();
-            if name.is_empty() {
-                return Err(Error::Invalid {
-                    field: "name",
-                    reason: "must not be empty".into(),
-                });
+            survivor.source_cbor = Cbor::encode(&source)?;
+            if let Some(name) = &request.name {
+                survivor.name = trigger_name(name)?;
             }
-            survivor.name = name.to_owned();
-        }
-        if let Some(prompt) = &request.prompt {
-            survivor.prompt = prompt.clone();
-        }
-        if let Some(continuation) = &request.continuation {
-            survivor.continuation_cbor = continuation.as_ref().map(Cbor::encode).transpose()?;
-        }
-        survivor.updated_at = now;
-        agent_triggers::update(&tx, &survivor)?;
-        tx.commit()?;
-        Ok(survivor)
+            if let Some(prompt) = &request.prompt {
+                survivor.prompt = prompt.clone();
+            }
+            if let Some(continuation) = &request.continuation {
+                survivor.continuation_cbor = continuation.as_ref().map(Cbor::encode).transpose()?;
+            }
+            survivor.updated_at = now;
+            agent_triggers::update(tx, &survivor)?;
+            Ok(survivor)
+        })
     }
 }

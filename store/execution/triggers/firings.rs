@@ -8,14 +8,16 @@
 //! predecessor already handled is not admitted again by the survivor. Schedule, webhook and
 //! run-completed firings dedupe on the firing row alone.
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 
-use crate::accounts::new_id;
 use crate::cbor::Cbor;
+use crate::check::invalid;
 use crate::error::{Error, Result};
+use crate::ids::new_id;
 use crate::payload::{ActivityAlternative, FiringContext, OpenMap, TriggerActivity};
+use crate::runs::lifecycle::load_run;
 use crate::schema::trigger_firings::{self, Status};
-use crate::triggers::load_trigger;
+use crate::triggers::checks::load_trigger;
 use crate::{query, query_as, Store};
 
 /// A run-completed trigger chain stops after this many hops (a run-completed firing whose run
@@ -23,7 +25,7 @@ use crate::{query, query_as, Store};
 pub const LOOP_GUARD_HOPS: u32 = 8;
 
 /// A trigger's firings, newest first. ?1 account, ?2 trigger.
-macro_rules! list_firings_query {
+macro_rules! firings_query {
     ($account:expr, $trigger:expr) => {
         query_as!(
             trigger_firings::Row,
@@ -37,10 +39,10 @@ macro_rules! list_firings_query {
     };
 }
 
-/// The checked SQL of the firings listing, for the query-plan tests
-/// ([`crate::runs::hot_queries`]).
-pub(crate) fn list_firings_sql() -> &'static str {
-    list_firings_query!("", "").sql()
+/// The checked SQL of the firings listing, for the query-plan registry
+/// ([`crate::execution::plans`]).
+pub(crate) fn firings_sql() -> &'static str {
+    firings_query!("", "").sql()
 }
 
 /// The admission key of a firing.
@@ -172,139 +174,132 @@ impl Store {
     pub fn admit_firing(&mut self, request: &FiringRequest) -> Result<Admission> {
         if let FiringKey::Activity { key } = &request.key {
             if key.is_empty() {
-                return Err(Error::Invalid {
-                    field: "key",
-                    reason: "an activity key must not be empty".into(),
+                return Err(invalid("key", "an activity key must not be empty"));
+            }
+        }
+        let account_id = request.account_id.as_str();
+        self.write(|tx, now| {
+            let trigger = load_trigger(tx, account_id, &request.trigger_id)?;
+            if trigger.merged_into.is_some() || !trigger.enabled {
+                return Err(Error::Conflict {
+                    what: "trigger",
+                    key: trigger.id,
+                    reason: "it is disabled".into(),
                 });
             }
-        }
-        let now = self.now_ms();
-        let account_id = request.account_id.as_str();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let trigger = load_trigger(&tx, account_id, &request.trigger_id)?;
-        if trigger.merged_into.is_some() || !trigger.enabled {
-            return Err(Error::Conflict {
-                what: "trigger",
-                key: trigger.id,
-                reason: "it is disabled".into(),
-            });
-        }
-        let activity_key = request.key.activity_key(&trigger.id);
-        let id = new_id();
-        let mut context = None;
-        if let FiringKey::Activity { .. } = &request.key {
-            let claimed = query!(
-                "INSERT OR IGNORE INTO trigger_event_claims (account_id, trigger_id, activity_key, firing_id, created_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                account_id,
-                trigger.id,
-                activity_key,
-                id,
-                now
-            )
-            .execute(&tx)?;
-            if claimed == 0 {
-                let firing_id = query!(
-                    "SELECT firing_id FROM trigger_event_claims WHERE account_id = ?1 AND trigger_id = ?2 AND activity_key = ?3",
-                    account_id,
-                    trigger.id,
-                    activity_key
-                )
-                .fetch_one(&tx)?
-                .firing_id;
-                let existing = match firing_id {
-                    Some(firing_id) => trigger_firings::get(&tx, account_id, &firing_id)?,
-                    None => None,
-                };
-                return Ok(Admission::Duplicate(existing));
-            }
-            context = Some(Cbor::encode(&FiringContext {
-                name: trigger.name.clone(),
-                prompt: trigger.prompt.clone(),
-                matched: request.matched.clone(),
-                extra: OpenMap::new(),
-            })?);
-        }
-        let (status, error) = match &request.key {
-            FiringKey::RunCompleted { run_id }
-                if run_completed_chain(&tx, account_id, run_id)? + 1 > LOOP_GUARD_HOPS =>
-            {
-                (
-                    Status::Skipped,
-                    Some(format!(
-                        "run-completed loop guard: the chain reached {LOOP_GUARD_HOPS} hops"
-                    )),
-                )
-            }
-            _ => (Status::Created, None),
-        };
-        let activity = Cbor::encode(&request.activity)?;
-        let inserted = query!(
-            "INSERT OR IGNORE INTO trigger_firings (id, account_id, agent_id, trigger_id, activity_key, session_id, run_id,
-                   activity_cbor, context_cbor, body_digest, status, error, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, NULL, NULL, ?6, ?7, ?8, ?9, ?10, ?11)",
-            id,
-            account_id,
-            trigger.agent_id,
-            trigger.id,
-            activity_key,
-            activity,
-            context,
-            request.body_digest,
-            status,
-            error,
-            now
-        )
-        .execute(&tx)?;
-        if inserted == 0 {
-            let existing = trigger_firings::get_by_trigger_id_and_activity_key(
-                &tx,
-                account_id,
-                &trigger.id,
-                &activity_key,
-            )?;
-            if let (Some(existing), Some(digest)) = (&existing, &request.body_digest) {
-                if existing.body_digest.as_deref() != Some(digest.as_str()) {
-                    return Err(Error::Conflict {
-                        what: "webhook delivery",
-                        key: activity_key,
-                        reason: "the Idempotency-Key was used before with a different body".into(),
-                    });
-                }
-            }
-            if existing.is_some() {
-                // A claim this transaction made for an already-stored firing must point at it.
-                query!(
-                    "UPDATE trigger_event_claims SET firing_id = ?4 WHERE account_id = ?1 AND trigger_id = ?2 AND activity_key = ?3",
+            let activity_key = request.key.activity_key(&trigger.id);
+            let id = new_id();
+            let mut context = None;
+            if let FiringKey::Activity { .. } = &request.key {
+                let claimed = query!(
+                    "INSERT OR IGNORE INTO trigger_event_claims (account_id, trigger_id, activity_key, firing_id, created_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
                     account_id,
                     trigger.id,
                     activity_key,
-                    existing.as_ref().map(|f| f.id.clone())
+                    id,
+                    now
                 )
-                .execute(&tx)?;
+                .execute(tx)?;
+                if claimed == 0 {
+                    let firing_id = query!(
+                        "SELECT firing_id FROM trigger_event_claims WHERE account_id = ?1 AND trigger_id = ?2 AND activity_key = ?3",
+                        account_id,
+                        trigger.id,
+                        activity_key
+                    )
+                    .fetch_one(tx)?
+                    .firing_id;
+                    let existing = match firing_id {
+                        Some(firing_id) => trigger_firings::get(tx, account_id, &firing_id)?,
+                        None => None,
+                    };
+                    return Ok(Admission::Duplicate(existing));
+                }
+                context = Some(Cbor::encode(&FiringContext {
+                    name: trigger.name.clone(),
+                    prompt: trigger.prompt.clone(),
+                    matched: request.matched.clone(),
+                    extra: OpenMap::new(),
+                })?);
             }
-            tx.commit()?;
-            return Ok(Admission::Duplicate(existing));
-        }
-        if status == Status::Created {
-            query!(
-                "UPDATE agent_triggers SET last_fired_at = ?3 WHERE account_id = ?1 AND id = ?2",
+            let (status, error) = match &request.key {
+                FiringKey::RunCompleted { run_id }
+                    if run_completed_chain(tx, account_id, run_id)? + 1 > LOOP_GUARD_HOPS =>
+                {
+                    (
+                        Status::Skipped,
+                        Some(format!(
+                            "run-completed loop guard: the chain reached {LOOP_GUARD_HOPS} hops"
+                        )),
+                    )
+                }
+                _ => (Status::Created, None),
+            };
+            let activity = Cbor::encode(&request.activity)?;
+            let inserted = query!(
+                "INSERT OR IGNORE INTO trigger_firings (id, account_id, agent_id, trigger_id, activity_key, session_id, run_id,
+                       activity_cbor, context_cbor, body_digest, status, error, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, NULL, NULL, ?6, ?7, ?8, ?9, ?10, ?11)",
+                id,
                 account_id,
+                trigger.agent_id,
                 trigger.id,
+                activity_key,
+                activity,
+                context,
+                request.body_digest,
+                status,
+                error,
                 now
             )
-            .execute(&tx)?;
-        }
-        let row = trigger_firings::get(&tx, account_id, &id)?.ok_or_else(|| Error::NotFound {
-            what: "firing",
-            id: id.clone(),
-        })?;
-        tx.commit()?;
-        Ok(match status {
-            Status::Skipped => Admission::LoopGuard(row),
-            _ => Admission::Admitted(row),
+            .execute(tx)?;
+            if inserted == 0 {
+                let existing = trigger_firings::get_by_trigger_id_and_activity_key(
+                    tx,
+                    account_id,
+                    &trigger.id,
+                    &activity_key,
+                )?;
+                if let (Some(existing), Some(digest)) = (&existing, &request.body_digest) {
+                    if existing.body_digest.as_deref() != Some(digest.as_str()) {
+                        return Err(Error::Conflict {
+                            what: "webhook delivery",
+                            key: activity_key,
+                            reason: "the Idempotency-Key was used before with a different body".into(),
+                        });
+                    }
+                }
+                if existing.is_some() {
+                    // A claim this transaction made for an already-stored firing must point at it.
+                    query!(
+                        "UPDATE trigger_event_claims SET firing_id = ?4 WHERE account_id = ?1 AND trigger_id = ?2 AND activity_key = ?3",
+                        account_id,
+                        trigger.id,
+                        activity_key,
+                        existing.as_ref().map(|f| f.id.clone())
+                    )
+                    .execute(tx)?;
+                }
+                return Ok(Admission::Duplicate(existing));
+            }
+            if status == Status::Created {
+                query!(
+                    "UPDATE agent_triggers SET last_fired_at = ?3 WHERE account_id = ?1 AND id = ?2",
+                    account_id,
+                    trigger.id,
+                    now
+                )
+                .execute(tx)?;
+            }
+            let row = trigger_firings::get(tx, account_id, &id)?.ok_or_else(|| Error::NotFound {
+                what: "firing",
+                id: id.clone(),
+            })?;
+            Ok(match status {
+                Status::Skipped => Admission::LoopGuard(row),
+                _ => Admission::Admitted(row),
+            })
         })
     }
 
@@ -321,56 +316,51 @@ impl Store {
         firing_id: &str,
         update: &FiringUpdate,
     ) -> Result<trigger_firings::Row> {
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut row =
-            trigger_firings::get(&tx, account_id, firing_id)?.ok_or_else(|| Error::NotFound {
-                what: "firing",
-                id: firing_id.to_owned(),
+        self.write(|tx, _now| {
+            let mut row = trigger_firings::get(tx, account_id, firing_id)?.ok_or_else(|| {
+                Error::NotFound {
+                    what: "firing",
+                    id: firing_id.to_owned(),
+                }
             })?;
-        // Foreign keys check existence only: what the firing points at must be the account's.
-        if let Some(session_id) = &update.session_id {
-            if crate::schema::sessions::get(&tx, account_id, session_id)?.is_none() {
-                return Err(Error::NotFound {
-                    what: "session",
-                    id: session_id.clone(),
-                });
+            // Foreign keys check existence only: what the firing points at must be the account's.
+            if let Some(session_id) = &update.session_id {
+                if crate::schema::sessions::get(tx, account_id, session_id)?.is_none() {
+                    return Err(Error::NotFound {
+                        what: "session",
+                        id: session_id.clone(),
+                    });
+                }
             }
-        }
-        if let Some(run_id) = &update.run_id {
-            crate::runs::load_run(&tx, account_id, run_id)?;
-        }
-        row.status = update.status;
-        row.error = update.error.clone();
-        if update.session_id.is_some() {
-            row.session_id = update.session_id.clone();
-        }
-        if update.run_id.is_some() {
-            row.run_id = update.run_id.clone();
-        }
-        trigger_firings::update(&tx, &row)?;
-        tx.commit()?;
-        Ok(row)
+            if let Some(run_id) = &update.run_id {
+                load_run(tx, account_id, run_id)?;
+            }
+            row.status = update.status;
+            row.error = update.error.clone();
+            if update.session_id.is_some() {
+                row.session_id = update.session_id.clone();
+            }
+            if update.run_id.is_some() {
+                row.run_id = update.run_id.clone();
+            }
+            trigger_firings::update(tx, &row)?;
+            Ok(row)
+        })
     }
 
     /// A trigger's firings, newest first (through `trigger_firings_by_trigger`).
     ///
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
-    pub fn list_firings(
-        &self,
-        account_id: &str,
-        trigger_id: &str,
-    ) -> Result<Vec<trigger_firings::Row>> {
-        list_firings_query!(account_id, trigger_id).fetch_all(self.conn())
+    pub fn firings(&self, account_id: &str, trigger_id: &str) -> Result<Vec<trigger_firings::Row>> {
+        firings_query!(account_id, trigger_id).fetch_all(self.conn())
     }
 
     /// The activity claims of a trigger.
     ///
     /// # Errors
     /// [`Error::Sqlite`].
-    pub fn list_trigger_claims(
+    pub fn trigger_claims(
         &self,
         account_id: &str,
         trigger_id: &str,

@@ -6,14 +6,16 @@
 //! the server key by [`crate::secrets::seal`] so editors can read it back. Both are written in the
 //! transaction that creates (or converts) the trigger.
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
+use crate::check::invalid;
 use crate::error::{Error, Result};
 use crate::payload::TriggerActivity;
 use crate::schema::{agent_triggers, webhook_trigger_credentials};
+use crate::triggers::checks::{check_mutable, load_trigger};
 use crate::triggers::firings::{Admission, FiringKey, FiringRequest};
 use crate::{query, Store};
 
@@ -89,10 +91,9 @@ impl Store {
     pub fn webhook_secret(&self, account_id: &str, trigger_id: &str) -> Result<WebhookSecret> {
         let row = credential(self.conn(), account_id, trigger_id)?;
         let plain = crate::secrets::open(self.conn(), &row.secret_ciphertext)?;
-        let text = plain.expose_str().ok_or_else(|| Error::Invalid {
-            field: "secret_ciphertext",
-            reason: "does not decrypt to text".into(),
-        })?;
+        let text = plain
+            .expose_str()
+            .ok_or_else(|| invalid("secret_ciphertext", "does not decrypt to text"))?;
         Ok(WebhookSecret(Zeroizing::new(text.to_owned())))
     }
 
@@ -154,23 +155,20 @@ impl Store {
         account_id: &str,
         trigger_id: &str,
     ) -> Result<WebhookSecret> {
-        let now = self.now_ms();
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let old = credential(&tx, account_id, trigger_id)?;
-        let trigger = crate::triggers::load_trigger(&tx, account_id, trigger_id)?;
-        crate::triggers::check_mutable(&trigger)?;
-        webhook_trigger_credentials::delete(&tx, account_id, trigger_id)?;
-        let secret = create_credential(&tx, &trigger, now)?;
-        query!(
-            "UPDATE webhook_trigger_credentials SET created_at = ?3 WHERE account_id = ?1 AND trigger_id = ?2",
-            account_id,
-            trigger_id,
-            old.created_at
-        )
-        .execute(&tx)?;
-        tx.commit()?;
-        Ok(secret)
+        self.write(|tx, now| {
+            let old = credential(tx, account_id, trigger_id)?;
+            let trigger = load_trigger(tx, account_id, trigger_id)?;
+            check_mutable(&trigger)?;
+            webhook_trigger_credentials::delete(tx, account_id, trigger_id)?;
+            let secret = create_credential(tx, &trigger, now)?;
+            query!(
+                "UPDATE webhook_trigger_credentials SET created_at = ?3 WHERE account_id = ?1 AND trigger_id = ?2",
+                account_id,
+                trigger_id,
+                old.created_at
+            )
+            .execute(tx)?;
+            Ok(secret)
+        })
     }
 }

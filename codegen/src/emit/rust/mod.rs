@@ -9,7 +9,7 @@
 //!
 //! Generated code reaches the runtime only through the path given to [`render`] (for example
 //! `crate::__private`), which must provide `Error` (variants `Sqlite`, `UnknownEnumValue`,
-//! `InvalidBool`), `Result<T>`, `Cbor<T>`, `Migration`, a module `payload` holding every
+//! `InvalidBool`), `Result<T>`, `Cbor<T>`, `EmbeddedMigration`, a module `payload` holding every
 //! `@cbor(Type)` payload type, and the crates `rusqlite` and `sea_query`. The path must be absolute (`crate::...` or `::...`): it is
 //! used from inside the per-table modules. The output has no inner attributes; the includer puts
 //! the `#[allow(...)]` generated code needs on the including module.
@@ -85,7 +85,7 @@ fn module(
         let v = Literal::u32_unsuffixed(m.version);
         let name = &m.name;
         let sql = text_literal(&m.sql);
-        quote! { #rt::Migration { version: #v, name: #name, sql: #sql } }
+        quote! { #rt::EmbeddedMigration { version: #v, name: #name, sql: #sql } }
     });
     let fingerprints = project.versions.iter().map(|s| s.fingerprint());
     let models = project
@@ -115,7 +115,7 @@ fn module(
 
         /// Every migration, genesis (version 0) first, then 1..=[`SCHEMA_VERSION`]; index `v` holds
         /// the migration that brings a database to version `v`.
-        pub static MIGRATIONS: &[#rt::Migration] = &[#(#migrations),*];
+        pub static MIGRATIONS: &[#rt::EmbeddedMigration] = &[#(#migrations),*];
 
         /// The fingerprint (hex SHA-256 of the canonical model) of the structure at every version,
         /// indexed by version.

@@ -1,16 +1,17 @@
-//! The generated `schema` module against a real database: insert, get, list, update and delete on
+//! The generated `schema` module against a real database, from inside the crate (its write
+//! helpers are crate-private): insert, get, list, update and delete on
 //! every table (with account scoping), nullable columns as `Option`, typed errors for stored values
 //! outside an enum or bool, CBOR columns holding canonical DAG-CBOR, and the sea-query identifiers
 //! building statements that SQLite runs.
 
 use std::fmt::Debug;
 
+use crate::cbor::{Cbor, CborError};
+use crate::payload::*;
+use crate::schema::{self, *};
+use crate::{Error, Result, Store};
 use rusqlite::Connection;
 use sea_query::{Expr, ExprTrait, Order, Query, SqliteQueryBuilder};
-use seed_agents_store::cbor::{Cbor, CborError};
-use seed_agents_store::payload::*;
-use seed_agents_store::schema::{self, *};
-use seed_agents_store::{Error, Result, Store};
 
 // ---------------------------------------------------------------------------------------------
 // Fixture
@@ -238,8 +239,8 @@ fn run(
 /// session-1, trigger-1, firing-1 and run-1 in A, and agent-b, session-b in B.
 fn world() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("x.sqlite")).unwrap();
-    let conn = store.conn();
+    let mut store = Store::open(dir.path().join("x.sqlite")).unwrap();
+    let conn = store.writer();
     let on: bool = conn
         .query_row("PRAGMA foreign_keys", (), |row| row.get(0))
         .unwrap();
@@ -497,8 +498,8 @@ macro_rules! round_trips {
             $(
                 #[test]
                 fn $table() {
-                    let (_dir, store) = world();
-                    check(store.conn(), $case);
+                    let (_dir, mut store) = world();
+                    check(store.writer(), $case);
                 }
             )*
         }
@@ -905,14 +906,14 @@ round_trips! {
 #[test]
 #[should_panic(expected = "runs: get in another account")]
 fn the_round_trip_catches_a_get_that_ignores_the_account() {
-    let (_dir, store) = world();
+    let (_dir, mut store) = world();
     let mut case = case!(
         runs, scoped(A, B), key("run-2"), lists[], uniques[],
         row: run("run-2", A, Some("run-1"), runs::Status::Waiting, runs::Queue::Interactive),
         update: |r| { r.attempt = 2; },
     );
     case.get = |c, _| runs::get(c, A, "run-2");
-    check(store.conn(), case);
+    check(store.writer(), case);
 }
 
 #[test]
@@ -933,8 +934,8 @@ fn every_table_has_a_round_trip() {
 
 #[test]
 fn list_helpers_return_rows_in_index_order_then_by_primary_key() {
-    let (_dir, store) = world();
-    let conn = store.conn();
+    let (_dir, mut store) = world();
+    let conn = store.writer();
 
     // agents_by_account (account_id, updated_at DESC): agent-1 has updated_at T + 12.
     for (id, updated_at) in [
@@ -1020,8 +1021,8 @@ fn assert_all_null(conn: &Connection, table: &str, id: &str, expected: usize) {
 
 #[test]
 fn nullable_columns_are_options_that_round_trip_none() {
-    let (_dir, store) = world();
-    let conn = store.conn();
+    let (_dir, mut store) = world();
+    let conn = store.writer();
 
     let bare_run = runs::Row {
         id: "run-bare".into(),
@@ -1123,8 +1124,8 @@ fn nullable_columns_are_options_that_round_trip_none() {
 
 #[test]
 fn an_unknown_enum_value_is_a_typed_error() {
-    let (_dir, store) = world();
-    let conn = store.conn();
+    let (_dir, mut store) = world();
+    let conn = store.writer();
     conn.execute("UPDATE runs SET status = 'exploded' WHERE id = 'run-1'", ())
         .unwrap();
 
@@ -1203,8 +1204,8 @@ fn an_unknown_enum_value_is_a_typed_error() {
 
 #[test]
 fn a_bool_column_outside_0_and_1_is_a_typed_error() {
-    let (_dir, store) = world();
-    let conn = store.conn();
+    let (_dir, mut store) = world();
+    let conn = store.writer();
     let stored: (i64, i64) = conn
         .query_row(
             "SELECT public_read, public_chat FROM agents WHERE id = 'agent-1'",
@@ -1249,8 +1250,8 @@ fn a_bool_column_outside_0_and_1_is_a_typed_error() {
 
 #[test]
 fn cbor_columns_round_trip_canonical_dag_cbor() {
-    let (_dir, store) = world();
-    let conn = store.conn();
+    let (_dir, mut store) = world();
+    let conn = store.writer();
 
     // sessions.plan_cbor: RunPlan. Keys sorted length-first, then bytewise within a length:
     // plan {"steps"(5), "title"(5), "settledAt"(9)} and step {"id"(2), "label"(5), "status"(6),
@@ -1402,8 +1403,8 @@ fn ids(conn: &Connection, sql: &str, params: &[rusqlite::types::Value]) -> Vec<S
 
 #[test]
 fn sea_query_columns_build_statements_sqlite_runs() {
-    let (_dir, store) = world();
-    let conn = store.conn();
+    let (_dir, mut store) = world();
+    let conn = store.writer();
     for (id, account, status) in [
         ("run-q2", A, runs::Status::Queued),
         ("run-q1", A, runs::Status::Queued),

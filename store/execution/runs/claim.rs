@@ -1,0 +1,134 @@
+//! Taking runs off the queue and holding them: the claim, start, lease renewal, and the boot
+//! sweep that takes back what a dead worker held.
+//!
+//! Invariant: a queued run is claimed at most once. The claim is one `UPDATE ... RETURNING`
+//! ([`claim_next_query`], [`claim_one_query`]) inside a `BEGIN IMMEDIATE` transaction, which
+//! takes the write lock before the statement reads: two claimers serialize on it and the second
+//! sees the first's claim.
+
+use super::lifecycle::{load_run, requeue_waiting};
+use super::queries::{claim_next_query, claim_one_query, live_runs_query};
+use super::{ClaimLimits, SweepMode, LEASE_MS};
+use crate::check::invalid;
+use crate::error::Result;
+use crate::lease::{fence, Claim};
+use crate::schema::runs::{self, Status};
+use crate::{query, Store};
+
+/// Refuses an empty lease owner (an owner is compared as written, so it is not trimmed).
+fn check_owner(owner: &str) -> Result<()> {
+    if owner.is_empty() {
+        return Err(invalid("owner", "must not be empty"));
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Claims the next due queued run for `owner`: interactive queue first, then oldest, then by
+    /// id; a kind at its cap in `limits` is skipped, and so is an agent run whose session already
+    /// has a claimed or running agent run. Sets the lease (now + 60 s) and increments `attempt`.
+    /// `None` when nothing is claimable.
+    ///
+    /// # Errors
+    /// [`crate::Error::Invalid`] for an empty owner, [`crate::Error::Sqlite`] otherwise.
+    pub fn claim_next_run(
+        &mut self,
+        owner: &str,
+        limits: ClaimLimits,
+    ) -> Result<Option<runs::Row>> {
+        check_owner(owner)?;
+        // The frame's IMMEDIATE takes the write lock before the statement reads, so a claimer
+        // never works from a snapshot another claimer has already changed (and waits on the busy
+        // timeout instead of failing with a stale snapshot).
+        self.write(|tx, now| {
+            claim_next_query!(
+                owner,
+                now,
+                i64::from(limits.agent),
+                i64::from(limits.workflow),
+                now + LEASE_MS
+            )
+            .fetch_optional(tx)
+        })
+    }
+
+    /// Claims the queued run `id` for `owner` (lease, attempt + 1), unless its session already
+    /// has a claimed or running agent run. `None` when it is not claimable.
+    ///
+    /// # Errors
+    /// [`crate::Error::NotFound`] when the run is not in the account, [`crate::Error::Sqlite`]
+    /// otherwise.
+    pub fn claim_run(
+        &mut self,
+        account_id: &str,
+        id: &str,
+        owner: &str,
+    ) -> Result<Option<runs::Row>> {
+        check_owner(owner)?;
+        self.write(|tx, now| {
+            load_run(tx, account_id, id)?;
+            claim_one_query!(account_id, id, owner, now, now + LEASE_MS).fetch_optional(tx)
+        })
+    }
+
+    /// Marks a claimed run running; the first `started_at` is kept across attempts.
+    ///
+    /// # Errors
+    /// [`crate::Error::LeaseLost`] when `claim` no longer holds the run (see [`crate::lease`]),
+    /// [`crate::Error::NotFound`] when it is not in the account.
+    pub fn start_run(&mut self, claim: &Claim) -> Result<runs::Row> {
+        self.write(|tx, now| {
+            let mut row = fence(tx, claim)?;
+            row.status = Status::Running;
+            row.started_at.get_or_insert(now);
+            row.updated_at = now;
+            runs::update(tx, &row)?;
+            Ok(row)
+        })
+    }
+
+    /// Extends the lease `claim` holds to now + 60 s and returns the new expiry.
+    ///
+    /// # Errors
+    /// [`crate::Error::LeaseLost`] when `claim` no longer holds the run (the run was swept,
+    /// requeued, finished or claimed by another worker), [`crate::Error::NotFound`] when it is
+    /// not in the account.
+    pub fn renew_lease(&mut self, claim: &Claim) -> Result<i64> {
+        self.write(|tx, now| {
+            let expiry = now + LEASE_MS;
+            fence(tx, claim)?;
+            query!(
+                "UPDATE runs SET lease_expires_at = ?3, updated_at = ?4 WHERE account_id = ?1 AND id = ?2",
+                claim.account_id,
+                claim.run_id,
+                expiry,
+                now
+            )
+            .execute(tx)?;
+            Ok(expiry)
+        })
+    }
+
+    /// The boot sweep: requeues claimed and running rows (lease cleared). In
+    /// [`SweepMode::MultiProcess`] only rows whose lease has expired are taken, so a live peer's
+    /// work is never stolen. Returns the ids requeued.
+    ///
+    /// # Errors
+    /// [`crate::Error::Sqlite`].
+    pub fn boot_sweep(&mut self, mode: SweepMode) -> Result<Vec<String>> {
+        self.write(|tx, now| {
+            let live = live_runs_query!().fetch_all(tx)?;
+            let mut requeued = Vec::new();
+            for run in live {
+                if mode == SweepMode::MultiProcess && run.lease_expires_at.is_some_and(|e| e > now)
+                {
+                    continue;
+                }
+                let mut row = load_run(tx, &run.account_id, &run.id)?;
+                requeue_waiting(tx, &mut row, now)?;
+                requeued.push(run.id);
+            }
+            Ok(requeued)
+        })
+    }
+}
