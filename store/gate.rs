@@ -55,7 +55,7 @@ fn inspect_snapshot(conn: &Connection, path: &Path) -> Result<State> {
         path: path.to_path_buf(),
         reason,
     };
-    let judged = |e| judge(e, path);
+    let judged = |e| storage::judge(e, path);
     storage::check_length(path)?;
     let supported = schema::SCHEMA_VERSION;
     let own_objects = query!(
@@ -99,31 +99,6 @@ fn inspect_snapshot(conn: &Connection, path: &Path) -> Result<State> {
     Ok(State::At(version))
 }
 
-/// Sorts an error met while reading the file: SQLite saying the file is not a database or is
-/// damaged is a refusal of the file; anything else is trouble reported as what it is.
-pub(crate) fn judge(e: Error, path: &Path) -> Error {
-    use rusqlite::ErrorCode as C;
-    let Error::Sqlite(e) = e else { return e };
-    let refused = |reason| Error::Refused {
-        path: path.to_path_buf(),
-        reason,
-    };
-    match e.sqlite_error_code() {
-        Some(C::NotADatabase) => refused(Refusal::NotADatabase {
-            message: e.to_string(),
-        }),
-        Some(C::DatabaseCorrupt) => refused(Refusal::Corrupt {
-            detail: e.to_string(),
-        }),
-        Some(_) => Error::from_sqlite(e, path),
-        // Not an error SQLite raised: a catalog this store cannot read (e.g. a NULL where
-        // SQLite keeps text) is not one of ours.
-        None => refused(Refusal::NotADatabase {
-            message: e.to_string(),
-        }),
-    }
-}
-
 /// Checks that the structure of `conn`, the database file `path`, is the structure of
 /// `version`.
 ///
@@ -131,7 +106,7 @@ pub(crate) fn judge(e: Error, path: &Path) -> Error {
 /// [`Error::Refused`] with [`Refusal::StructureMismatch`] and the diff when it is not; trouble
 /// reading the catalog as [`inspect`] reports it.
 pub fn verify(conn: &Connection, path: &Path, version: u32) -> Result<()> {
-    let actual = introspect(conn).map_err(|e| judge(Error::Sqlite(e), path))?;
+    let actual = introspect(conn).map_err(|e| storage::judge(Error::Sqlite(e), path))?;
     if actual.fingerprint() == schema::FINGERPRINTS[version as usize] {
         return Ok(());
     }
@@ -150,19 +125,18 @@ pub fn verify(conn: &Connection, path: &Path, version: u32) -> Result<()> {
 /// # Errors
 /// [`Error::Refused`] when damaged; trouble reading as [`inspect`] reports it.
 pub fn quick_check(conn: &Connection, path: &Path) -> Result<()> {
-    let problems =
-        crate::integrity::pragma_rows(conn, "quick_check").map_err(|e| match judge(e, path) {
-            Error::Refused {
-                path,
-                reason: Refusal::Corrupt { detail },
-            } => Error::Refused {
-                path,
-                reason: Refusal::Corrupt {
-                    detail: format!("quick_check stopped: {detail}"),
-                },
+    let problems = pragma_rows(conn, "quick_check").map_err(|e| match storage::judge(e, path) {
+        Error::Refused {
+            path,
+            reason: Refusal::Corrupt { detail },
+        } => Error::Refused {
+            path,
+            reason: Refusal::Corrupt {
+                detail: format!("quick_check stopped: {detail}"),
             },
-            e => e,
-        })?;
+        },
+        e => e,
+    })?;
     if problems.is_empty() {
         return Ok(());
     }
@@ -223,4 +197,14 @@ mod tests {
             assert_eq!(parse_version(bad), None, "{bad:?}");
         }
     }
+}
+
+/// The rows of a checking pragma (`quick_check`, `integrity_check`) as text, or none when it
+/// reports `ok`.
+pub(crate) fn pragma_rows(conn: &Connection, pragma: &str) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare(&format!("PRAGMA {pragma}"))?;
+    let rows = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(if rows == ["ok"] { Vec::new() } else { rows })
 }

@@ -74,11 +74,11 @@ fn examine(conn: &Connection, path: &Path) -> Result<Report> {
         Err(e) => return Err(e),
     };
     // A damaged file can make the check itself fail: that is a finding, not trouble.
-    let finding = |e: Error| match gate::judge(e, path) {
+    let finding = |e: Error| match crate::storage::judge(e, path) {
         Error::Refused { reason, .. } => Ok(vec![reason.to_string()]),
         e => Err(e),
     };
-    let integrity = pragma_rows(conn, "integrity_check").or_else(finding)?;
+    let integrity = gate::pragma_rows(conn, "integrity_check").or_else(finding)?;
     let foreign_keys = foreign_key_rows(conn).or_else(finding)?;
     Ok(Report {
         path: path.to_path_buf(),
@@ -86,16 +86,6 @@ fn examine(conn: &Connection, path: &Path) -> Result<Report> {
         integrity,
         foreign_keys,
     })
-}
-
-/// The rows of a checking pragma (`quick_check`, `integrity_check`) as text, or none when it
-/// reports `ok`.
-pub(crate) fn pragma_rows(conn: &Connection, pragma: &str) -> Result<Vec<String>> {
-    let mut stmt = conn.prepare(&format!("PRAGMA {pragma}"))?;
-    let rows = stmt
-        .query_map([], |r| r.get::<_, String>(0))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(if rows == ["ok"] { Vec::new() } else { rows })
 }
 
 /// `foreign_key_check` rows as `table rowid N references parent (constraint K)`.

@@ -159,7 +159,7 @@ pub(crate) fn check_size(conn: &Connection, path: &Path) -> Result<()> {
     let pragma = |name: &str| -> Result<u64> {
         conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0))
             .map(|n| n.max(0) as u64)
-            .map_err(|e| crate::gate::judge(Error::Sqlite(e), path))
+            .map_err(|e| judge(Error::Sqlite(e), path))
     };
     let page_size = pragma("page_size")?.max(1);
     let pages = pragma("page_count")?;
@@ -339,5 +339,30 @@ mod tests {
             "file:///a%20b/%C3%A4%3F%23%25.db"
         );
         assert_eq!(file_uri(Path::new("data/x.sqlite")), "file:data/x.sqlite");
+    }
+}
+
+/// Sorts an error met while reading the file: SQLite saying the file is not a database or is
+/// damaged is a refusal of the file; anything else is trouble reported as what it is.
+pub(crate) fn judge(e: Error, path: &Path) -> Error {
+    use rusqlite::ErrorCode as C;
+    let Error::Sqlite(e) = e else { return e };
+    let refused = |reason| Error::Refused {
+        path: path.to_path_buf(),
+        reason,
+    };
+    match e.sqlite_error_code() {
+        Some(C::NotADatabase) => refused(Refusal::NotADatabase {
+            message: e.to_string(),
+        }),
+        Some(C::DatabaseCorrupt) => refused(Refusal::Corrupt {
+            detail: e.to_string(),
+        }),
+        Some(_) => Error::from_sqlite(e, path),
+        // Not an error SQLite raised: a catalog this store cannot read (e.g. a NULL where
+        // SQLite keeps text) is not one of ours.
+        None => refused(Refusal::NotADatabase {
+            message: e.to_string(),
+        }),
     }
 }
