@@ -185,6 +185,16 @@ pub fn claimed_version(conn: &Connection) -> Option<String> {
     stored_text(conn, VERSION_KEY).ok().flatten()
 }
 
+/// The rows of a checking pragma (`quick_check`, `integrity_check`) as text, or none when it
+/// reports `ok`.
+pub(crate) fn pragma_rows(conn: &Connection, pragma: &str) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare(&format!("PRAGMA {pragma}"))?;
+    let rows = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(if rows == ["ok"] { Vec::new() } else { rows })
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_version;
@@ -197,14 +207,4 @@ mod tests {
             assert_eq!(parse_version(bad), None, "{bad:?}");
         }
     }
-}
-
-/// The rows of a checking pragma (`quick_check`, `integrity_check`) as text, or none when it
-/// reports `ok`.
-pub(crate) fn pragma_rows(conn: &Connection, pragma: &str) -> Result<Vec<String>> {
-    let mut stmt = conn.prepare(&format!("PRAGMA {pragma}"))?;
-    let rows = stmt
-        .query_map([], |r| r.get::<_, String>(0))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(if rows == ["ok"] { Vec::new() } else { rows })
 }

@@ -327,21 +327,6 @@ pub(crate) fn file_uri(path: &Path) -> String {
     uri
 }
 
-#[cfg(test)]
-mod tests {
-    use super::file_uri;
-    use std::path::Path;
-
-    #[test]
-    fn uris_encode_every_byte_that_could_be_read_as_syntax() {
-        assert_eq!(
-            file_uri(Path::new("/a b/ä?#%.db")),
-            "file:///a%20b/%C3%A4%3F%23%25.db"
-        );
-        assert_eq!(file_uri(Path::new("data/x.sqlite")), "file:data/x.sqlite");
-    }
-}
-
 /// Sorts an error met while reading the file: SQLite saying the file is not a database or is
 /// damaged is a refusal of the file; anything else is trouble reported as what it is.
 pub(crate) fn judge(e: Error, path: &Path) -> Error {
@@ -364,5 +349,20 @@ pub(crate) fn judge(e: Error, path: &Path) -> Error {
         None => refused(Refusal::NotADatabase {
             message: e.to_string(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_uri;
+    use std::path::Path;
+
+    #[test]
+    fn uris_encode_every_byte_that_could_be_read_as_syntax() {
+        assert_eq!(
+            file_uri(Path::new("/a b/ä?#%.db")),
+            "file:///a%20b/%C3%A4%3F%23%25.db"
+        );
+        assert_eq!(file_uri(Path::new("data/x.sqlite")), "file:data/x.sqlite");
     }
 }
