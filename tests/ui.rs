@@ -1,7 +1,8 @@
 //! Compile-fail and compile-pass suites of the checked-SQL macros. The `.stderr` files were made
 //! with the toolchain named in `tests/ui/TOOLCHAIN`; another rustc words its diagnostics
-//! differently, so this test insists on that one (`cargo +<version> test --test ui`), and
-//! `TRYBUILD=overwrite` regenerates the files after a deliberate toolchain bump.
+//! differently, so on another toolchain the suite is skipped with a printed reason, unless
+//! `SEED_UI_TOOLCHAIN_REQUIRED` is set (CI sets it, so a drifted CI toolchain fails instead of
+//! skipping). `TRYBUILD=overwrite` regenerates the files after a deliberate toolchain bump.
 
 #[test]
 fn ui() {
@@ -12,10 +13,18 @@ fn ui() {
             .output()
             .expect("rustc runs");
     let version = String::from_utf8_lossy(&rustc.stdout);
-    assert!(
-        version.starts_with(&format!("rustc {pinned} ")),
-        "the .stderr files were made with rustc {pinned}, this is {version}; run `cargo +{pinned} test --test ui`"
-    );
+    if !version.starts_with(&format!("rustc {pinned} ")) {
+        let why = format!(
+            "the .stderr files were made with rustc {pinned}, this is {}; run `cargo +{pinned} test --test ui`",
+            version.trim()
+        );
+        assert!(
+            std::env::var_os("SEED_UI_TOOLCHAIN_REQUIRED").is_none(),
+            "SEED_UI_TOOLCHAIN_REQUIRED is set and {why}"
+        );
+        eprintln!("skipping the compile-fail suite: {why}");
+        return;
+    }
     let t = trybuild::TestCases::new();
     t.pass("tests/ui/pass/*.rs");
     t.compile_fail("tests/ui/fail/*.rs");
