@@ -221,3 +221,18 @@ fn docs_writes_one_page_per_table() {
         );
     }
 }
+
+#[test]
+fn version_names_the_schema_version_the_binary_installs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &["--version"], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out).trim(),
+        format!(
+            "seed-agents-db {} (schema version {})",
+            env!("CARGO_PKG_VERSION"),
+            seed_agents_store::schema::SCHEMA_VERSION
+        )
+    );
+}

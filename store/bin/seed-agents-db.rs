@@ -27,9 +27,18 @@ Exit codes:
      damaged, structure differs); the file was left unchanged
   4  check found problems";
 
+/// `--version`: the binary's version and the schema version it installs and migrates to.
+static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{} (schema version {})",
+        env!("CARGO_PKG_VERSION"),
+        schema::SCHEMA_VERSION
+    )
+});
+
 /// Open, inspect, check and document the Seed Agents database.
 #[derive(Parser)]
-#[command(version, about, after_help = EXIT_CODES)]
+#[command(version = VERSION.as_str(), about, after_help = EXIT_CODES)]
 struct Cli {
     /// The database file [default: $SEED_AGENTS_DB_PATH, else data/agents.sqlite].
     #[arg(long, global = true, value_name = "PATH")]

@@ -1490,3 +1490,28 @@ fn sea_query_columns_build_statements_sqlite_runs() {
     assert_eq!(model_providers::Column::Type.name(), "type");
     assert_eq!(runs::Column::Table.name(), runs::TABLE);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Enums from text
+
+#[test]
+fn enums_parse_from_their_stored_text_and_name_the_column_otherwise() {
+    for status in runs::Status::ALL {
+        assert_eq!(status.as_str().parse::<runs::Status>().unwrap(), *status);
+    }
+    let Err(Error::Invalid { field, reason }) = "exploded".parse::<runs::Status>() else {
+        panic!("a value outside the set must be Error::Invalid");
+    };
+    assert_eq!(field, "status");
+    assert!(
+        reason.starts_with("\"exploded\" must be one of: "),
+        "{reason}"
+    );
+    for status in runs::Status::ALL {
+        assert!(reason.contains(status.as_str()), "{reason} lists {status}");
+    }
+    assert!(
+        "Queued".parse::<runs::Status>().is_err(),
+        "the stored text is case-sensitive"
+    );
+}

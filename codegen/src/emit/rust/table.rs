@@ -120,6 +120,15 @@ impl TableGen<'_> {
         let parse = pairs
             .iter()
             .map(|(value, v)| quote!(#value => Some(Self::#v)));
+        let column = &c.col.name;
+        let expected = format!(
+            "must be one of: {}",
+            pairs
+                .iter()
+                .map(|(value, _)| value.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         Some(quote! {
             #doc
             #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -150,6 +159,19 @@ impl TableGen<'_> {
             impl ::core::fmt::Display for #name {
                 fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                     f.write_str(self.as_str())
+                }
+            }
+
+            /// Parses the stored text, e.g. a value a client sent; anything outside the set is
+            /// `Error::Invalid` naming the column and the values it takes.
+            impl ::core::str::FromStr for #name {
+                type Err = #rt::Error;
+
+                fn from_str(s: &str) -> #rt::Result<Self> {
+                    Self::parse(s).ok_or_else(|| #rt::Error::Invalid {
+                        field: #column,
+                        reason: ::std::format!("{:?} {}", s, #expected),
+                    })
                 }
             }
 
