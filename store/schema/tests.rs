@@ -1515,3 +1515,54 @@ fn enums_parse_from_their_stored_text_and_name_the_column_otherwise() {
         "the stored text is case-sensitive"
     );
 }
+
+#[test]
+fn a_listing_built_at_run_time_selects_every_column_and_decodes_rows() {
+    let (_dir, mut store) = world();
+    let conn = store.writer();
+    for (id, status) in [
+        ("run-q3", runs::Status::Queued),
+        ("run-q1", runs::Status::Queued),
+        ("run-w", runs::Status::Waiting),
+        ("run-q2", runs::Status::Queued),
+    ] {
+        runs::insert(conn, &run(id, A, None, status, runs::Queue::Background)).unwrap();
+    }
+    // A filter, a sort and a page chosen at run time; the enum binds as its stored text.
+    let page = |after: &str| {
+        Query::select()
+            .columns(runs::Column::ALL.iter().copied())
+            .from(runs::Column::Table)
+            .and_where(Expr::col(runs::Column::AccountId).eq(A))
+            .and_where(Expr::col(runs::Column::Status).eq(runs::Status::Queued))
+            .and_where(Expr::col(runs::Column::Id).gt(after))
+            .order_by(runs::Column::Id, Order::Asc)
+            .limit(2)
+            .to_string(SqliteQueryBuilder)
+    };
+    let read = |sql: &str| -> Vec<runs::Row> {
+        let mut stmt = conn.prepare(sql).unwrap();
+        let mut rows = stmt.query([]).unwrap();
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().unwrap() {
+            out.push(runs::Row::from_row(row).unwrap());
+        }
+        out
+    };
+    let first = read(&page(""));
+    assert_eq!(
+        first.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        ["run-q1", "run-q2"]
+    );
+    assert_eq!(
+        first[0],
+        runs::get(conn, A, "run-q1").unwrap().unwrap(),
+        "Column::ALL selects every column in the order from_row reads"
+    );
+    let second = read(&page(&first[1].id));
+    assert_eq!(
+        second.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        ["run-q3"]
+    );
+    assert_eq!(runs::Column::ALL.len(), runs::COLUMNS.len());
+}

@@ -175,6 +175,12 @@ impl TableGen<'_> {
                 }
             }
 
+            impl ::core::convert::From<#name> for #rt::sea_query::Value {
+                fn from(value: #name) -> Self {
+                    value.as_str().into()
+                }
+            }
+
             impl #rt::rusqlite::ToSql for #name {
                 fn to_sql(&self) -> #rt::rusqlite::Result<#rt::rusqlite::types::ToSqlOutput<'_>> {
                     Ok(#rt::rusqlite::types::ToSqlOutput::from(self.as_str()))
@@ -257,6 +263,10 @@ impl TableGen<'_> {
             let doc = doc_attrs(&[format!("The column {}.", code_span(&c.col.name))]);
             quote! { #doc #v }
         });
+        let all = self.t.columns.iter().map(|c| {
+            let v = &c.variant;
+            quote!(Self::#v)
+        });
         let names = self.t.columns.iter().map(|c| {
             let v = &c.variant;
             let n = &c.col.name;
@@ -289,6 +299,10 @@ impl TableGen<'_> {
             }
 
             impl Column {
+                /// Every column (not [`Column::Table`]), in declaration order: for a statement
+                /// that selects them all, in the order `Row::from_row` reads.
+                pub const ALL: &'static [Self] = &[#(#all),*];
+
                 /// The table's or the column's name, unquoted.
                 pub fn name(self) -> &'static str {
                     match self {
