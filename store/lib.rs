@@ -23,6 +23,7 @@ pub mod cbor;
 mod check;
 pub mod clock;
 mod conversation;
+mod dynamic;
 mod error;
 mod execution;
 pub mod gate;
@@ -40,6 +41,7 @@ mod write;
 pub use conversation::{
     accounts, agents, deletion, events, idempotency, providers, secrets, sessions,
 };
+pub use dynamic::FromRow;
 pub use error::{Error, ErrorKind, Refusal, Result};
 pub use execution::{journal, lease, runs, triggers, waits, watermarks};
 // The query-plan registry, for the plan tests and benchmarks only.
@@ -85,6 +87,7 @@ pub mod schema {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::cbor::Cbor;
+    pub use crate::dynamic::FromRow;
     pub use crate::error::{Error, Result};
     pub use crate::migrate::EmbeddedMigration;
     pub use crate::payload;

@@ -1011,3 +1011,68 @@ fn turns_of_one_session_enqueued_in_the_same_millisecond_are_claimed_in_enqueue_
     }
     assert_eq!(claimed, expected);
 }
+
+#[test]
+fn a_listing_built_at_run_time_runs_on_the_read_connection_and_decodes_rows() {
+    use sea_query::{Expr, ExprTrait, Order, Query};
+    use seed_agents_store::schema::runs;
+
+    let mut f = fixture();
+    let mut made = Vec::new();
+    for title in ["one", "two", "three"] {
+        made.push(f.store.enqueue_run(&workflow_run(title)).unwrap());
+    }
+    f.store.claim_run(A, &made[1].id, "w").unwrap().unwrap();
+    // Filter, sort and page chosen at run time; the enum and the strings are bound values.
+    let queued = |after: &str| {
+        Query::select()
+            .columns(runs::Column::ALL.iter().copied())
+            .from(runs::Column::Table)
+            .and_where(Expr::col(runs::Column::AccountId).eq(A))
+            .and_where(Expr::col(runs::Column::Status).eq(Status::Queued))
+            .and_where(Expr::col(runs::Column::Id).gt(after))
+            .order_by(runs::Column::Id, Order::Asc)
+            .limit(1)
+            .to_owned()
+    };
+    let mut expected: Vec<&runs::Row> = [&made[0], &made[2]].into();
+    expected.sort_by(|a, b| a.id.cmp(&b.id));
+    let first: Vec<runs::Row> = f.store.select(&queued("")).unwrap();
+    assert_eq!(first, [expected[0].clone()]);
+    let second: Vec<runs::Row> = f.store.select(&queued(&first[0].id)).unwrap();
+    assert_eq!(second, [expected[1].clone()]);
+    let last: Vec<runs::Row> = f.store.select(&queued(&second[0].id)).unwrap();
+    assert!(last.is_empty());
+    // Another account's runs never match its filter.
+    let other: Vec<runs::Row> = f
+        .store
+        .select(
+            Query::select()
+                .columns(runs::Column::ALL.iter().copied())
+                .from(runs::Column::Table)
+                .and_where(Expr::col(runs::Column::AccountId).eq("someone-else")),
+        )
+        .unwrap();
+    assert!(other.is_empty());
+}
+
+#[test]
+fn a_value_sqlite_cannot_hold_is_a_typed_error_naming_the_statement() {
+    use sea_query::{Expr, ExprTrait, Query};
+    use seed_agents_store::schema::runs;
+
+    let f = fixture();
+    let err = f
+        .store
+        .select::<runs::Row>(
+            Query::select()
+                .columns(runs::Column::ALL.iter().copied())
+                .from(runs::Column::Table)
+                .and_where(Expr::col(runs::Column::Attempt).eq(u64::MAX)),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Invalid { field: "statement", ref reason } if reason.contains("does not fit")),
+        "{err:?}"
+    );
+}

@@ -9,8 +9,9 @@
 //!
 //! Generated code reaches the runtime only through the path given to [`render`] (for example
 //! `crate::__private`), which must provide `Error` (variants `Sqlite`, `UnknownEnumValue`,
-//! `InvalidBool`), `Result<T>`, `Cbor<T>`, `EmbeddedMigration`, a module `payload` holding every
-//! `@cbor(Type)` payload type, and the crates `rusqlite` and `sea_query`. The path must be absolute (`crate::...` or `::...`): it is
+//! `InvalidBool`, `Invalid`), `Result<T>`, `Cbor<T>`, `EmbeddedMigration`, the traits `FromRow`,
+//! `FromColumn` and `BindsTo`, a module `payload` holding every `@cbor(Type)` payload type, and
+//! the crates `rusqlite` and `sea_query`. The path must be absolute (`crate::...` or `::...`): it is
 //! used from inside the per-table modules. The output has no inner attributes; the includer puts
 //! the `#[allow(...)]` generated code needs on the including module.
 //!

@@ -252,6 +252,12 @@ impl TableGen<'_> {
                     })
                 }
             }
+
+            impl #rt::FromRow for Row {
+                fn from_row(row: &#rt::rusqlite::Row<'_>) -> #rt::Result<Self> {
+                    Row::from_row(row)
+                }
+            }
         }
     }
 
