@@ -213,3 +213,35 @@ fn waits_are_told_apart_by_reason() {
     let wait: RunWait = cbor::from_slice(&vector("RunWait", "budget pause with note")).unwrap();
     assert!(matches!(wait, RunWait::BudgetPause(p) if p.note.is_some()));
 }
+
+#[test]
+fn the_event_constructors_write_what_the_typescript_server_writes() {
+    let text = |s: &str| Ipld::String(s.into());
+    let map = |k: &str, v: Ipld| Ipld::Map([(k.to_owned(), v)].into_iter().collect());
+    let cases: [(&str, SessionEventPayload); 5] = [
+        ("user message", MessageEvent::user("hello").into()),
+        (
+            "tool call",
+            ToolCallEvent::new("call-1", "read", map("path", text("~/memory/notes.md"))).into(),
+        ),
+        (
+            "tool result with output",
+            ToolResultEvent::output("call-1", "read", map("text", text("notes"))).into(),
+        ),
+        (
+            "tool result with error",
+            ToolResultEvent::error("call-1", "read", "ENOENT").into(),
+        ),
+        ("error event", ErrorEvent::new("provider timed out").into()),
+    ];
+    for (name, event) in cases {
+        assert_eq!(
+            hex::encode(cbor::to_vec(&event).unwrap()),
+            hex::encode(vector("SessionEventPayload", name)),
+            "{name}"
+        );
+    }
+    let assistant = MessageEvent::assistant("hi");
+    assert_eq!(assistant.role, MessageRole::Assistant);
+    assert_eq!(assistant.content, "hi");
+}

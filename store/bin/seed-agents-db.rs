@@ -38,7 +38,7 @@ static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
 
 /// Open, inspect, check and document the Seed Agents database.
 #[derive(Parser)]
-#[command(version = VERSION.as_str(), about, after_help = EXIT_CODES)]
+#[command(name = "seed-agents-db", version = VERSION.as_str(), about, after_help = EXIT_CODES)]
 struct Cli {
     /// The database file [default: $SEED_AGENTS_DB_PATH, else data/agents.sqlite].
     #[arg(long, global = true, value_name = "PATH")]

@@ -255,3 +255,120 @@ pub struct ContinuationManifest {
     #[serde(flatten)]
     pub extra: OpenMap,
 }
+
+impl MessageEvent {
+    /// A message with `role` and `content` and nothing else.
+    pub fn new(role: MessageRole, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            tool_call_id: None,
+            raw_markdown: None,
+            blocks: None,
+            context_lines: None,
+            attachments: None,
+            actor: None,
+            meta: None,
+            extra: OpenMap::new(),
+        }
+    }
+
+    /// A person's message.
+    ///
+    /// # Examples
+    /// ```
+    /// use seed_agents_store::payload::{MessageEvent, SessionEventPayload};
+    ///
+    /// let event: SessionEventPayload = MessageEvent::user("hello").into();
+    /// assert_eq!(event.event_type(), Some("message"));
+    /// ```
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::new(MessageRole::User, content)
+    }
+
+    /// The model's message.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::new(MessageRole::Assistant, content)
+    }
+}
+
+impl ToolCallEvent {
+    /// A call of tool `name` with `input`, identified by `id`.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, input: Ipld) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            input,
+            actor: None,
+            extra: OpenMap::new(),
+        }
+    }
+}
+
+impl ToolResultEvent {
+    /// The output of call `tool_call_id` of tool `name`.
+    pub fn output(tool_call_id: impl Into<String>, name: impl Into<String>, output: Ipld) -> Self {
+        Self::answer(tool_call_id.into(), name.into(), Some(output), None)
+    }
+
+    /// The error message of call `tool_call_id` of tool `name`.
+    pub fn error(
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self::answer(tool_call_id.into(), name.into(), None, Some(message.into()))
+    }
+
+    fn answer(
+        tool_call_id: String,
+        name: String,
+        output: Option<Ipld>,
+        error: Option<String>,
+    ) -> Self {
+        Self {
+            tool_call_id,
+            name,
+            output,
+            error,
+            actor: None,
+            meta: None,
+            extra: OpenMap::new(),
+        }
+    }
+}
+
+impl ErrorEvent {
+    /// An error event with `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            actor: None,
+            extra: OpenMap::new(),
+        }
+    }
+}
+
+impl From<MessageEvent> for SessionEventPayload {
+    fn from(event: MessageEvent) -> Self {
+        Self::Message(event)
+    }
+}
+
+impl From<ToolCallEvent> for SessionEventPayload {
+    fn from(event: ToolCallEvent) -> Self {
+        Self::ToolCall(event)
+    }
+}
+
+impl From<ToolResultEvent> for SessionEventPayload {
+    fn from(event: ToolResultEvent) -> Self {
+        Self::ToolResult(event)
+    }
+}
+
+impl From<ErrorEvent> for SessionEventPayload {
+    fn from(event: ErrorEvent) -> Self {
+        Self::Error(event)
+    }
+}
