@@ -3,6 +3,8 @@
 //! Invariant: a page holds the rows strictly after its cursor in `(updated_at DESC, id DESC)`
 //! order, so rows inserted meanwhile never shift or repeat a page.
 
+use ipld_core::cid::multibase;
+
 use crate::error::{Error, Result};
 
 /// The default number of rows in a page.
@@ -19,6 +21,49 @@ pub struct Cursor {
     pub updated_at: i64,
     /// The last row's id.
     pub id: String,
+}
+
+impl Cursor {
+    /// The cursor as an opaque, URL-safe token (base64url, no padding) to hand a client, who
+    /// hands it back for the next page.
+    ///
+    /// # Examples
+    /// ```
+    /// use seed_agents_store::paging::Cursor;
+    ///
+    /// let cursor = Cursor { updated_at: 1_764_000_000_000, id: "agent-7".into() };
+    /// let token = cursor.to_token();
+    /// assert!(token.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+    /// assert_eq!(Cursor::from_token(&token)?, cursor);
+    /// # Ok::<(), seed_agents_store::Error>(())
+    /// ```
+    pub fn to_token(&self) -> String {
+        let text = format!("{}:{}", self.updated_at, self.id);
+        multibase::encode(multibase::Base::Base64Url, text)
+    }
+
+    /// The cursor a token from [`Cursor::to_token`] stands for.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] (`cursor`) for anything that is not such a token.
+    pub fn from_token(token: &str) -> Result<Cursor> {
+        let bad = || Error::Invalid {
+            field: "cursor",
+            reason: "is not a page token this store issued".into(),
+        };
+        let (base, bytes) = multibase::decode(token).map_err(|_| bad())?;
+        if base != multibase::Base::Base64Url {
+            return Err(bad());
+        }
+        let text = String::from_utf8(bytes).map_err(|_| bad())?;
+        let (updated_at, id) = text.split_once(':').ok_or_else(bad)?;
+        let updated_at = updated_at.parse().map_err(|_| bad())?;
+        crate::ids::check_id("cursor", id)?;
+        Ok(Cursor {
+            updated_at,
+            id: id.to_owned(),
+        })
+    }
 }
 
 /// One page of a keyset listing.
@@ -62,4 +107,50 @@ pub(crate) fn page_of<T>(
         None
     };
     Page { items, next }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_round_trips_and_anything_else_is_invalid() {
+        for cursor in [
+            Cursor {
+                updated_at: 0,
+                id: "a".into(),
+            },
+            Cursor {
+                updated_at: -5,
+                id: "id:with:colons/and é".into(),
+            },
+            Cursor {
+                updated_at: i64::MAX,
+                id: "x".repeat(256),
+            },
+        ] {
+            assert_eq!(Cursor::from_token(&cursor.to_token()).unwrap(), cursor);
+        }
+        let base32 = multibase::encode(multibase::Base::Base32Lower, "1:a");
+        for bad in [
+            "",
+            "u",
+            "not a token",
+            "uAAAA",
+            &base32,
+            &multibase::encode(multibase::Base::Base64Url, "x:a"),
+            &multibase::encode(multibase::Base::Base64Url, "1:"),
+        ] {
+            assert!(
+                matches!(
+                    Cursor::from_token(bad),
+                    Err(Error::Invalid {
+                        field: "cursor",
+                        ..
+                    })
+                ),
+                "{bad:?}"
+            );
+        }
+    }
 }
