@@ -29,22 +29,18 @@ const ACCOUNT: &str = "acct";
 const REPLAYED: usize = 1_000;
 
 fn event(i: usize) -> SessionEventPayload {
-    SessionEventPayload::Message(MessageEvent {
-        role: MessageRole::User,
-        content: format!("message number {i}: please look at the attached notes"),
-        tool_call_id: None,
-        raw_markdown: None,
-        blocks: None,
-        context_lines: None,
-        attachments: None,
+    MessageEvent {
         actor: Some(SessionActor::User),
         meta: Some(SessionEventMeta {
             account_id: Some(ACCOUNT.into()),
             signer_id: Some("signer".into()),
             ..SessionEventMeta::default()
         }),
-        extra: OpenMap::new(),
-    })
+        ..MessageEvent::user(format!(
+            "message number {i}: please look at the attached notes"
+        ))
+    }
+    .into()
 }
 
 /// A store with one agent and one top-level session; returns the session id.

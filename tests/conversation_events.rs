@@ -49,18 +49,11 @@ fn fixture(path: &Path) -> (Store, ManualClock, String, String) {
 }
 
 fn message(role: MessageRole, content: &str, actor: Option<SessionActor>) -> SessionEventPayload {
-    SessionEventPayload::Message(MessageEvent {
-        role,
-        content: content.into(),
-        tool_call_id: None,
-        raw_markdown: None,
-        blocks: None,
-        context_lines: None,
-        attachments: None,
+    MessageEvent {
         actor,
-        meta: None,
-        extra: OpenMap::new(),
-    })
+        ..MessageEvent::new(role, content)
+    }
+    .into()
 }
 
 fn tool_call(id: &str) -> SessionEventPayload {

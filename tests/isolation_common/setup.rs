@@ -25,18 +25,11 @@ use super::{Ids, C, D, T};
 use crate::tools_common::{builtin, lambda, object_schema, s};
 
 pub fn message(text: &str) -> SessionEventPayload {
-    SessionEventPayload::Message(MessageEvent {
-        role: MessageRole::User,
-        content: text.into(),
-        tool_call_id: None,
-        raw_markdown: None,
-        blocks: None,
-        context_lines: None,
-        attachments: None,
+    MessageEvent {
         actor: Some(SessionActor::User),
-        meta: None,
-        extra: OpenMap::new(),
-    })
+        ..MessageEvent::user(text)
+    }
+    .into()
 }
 
 pub fn new_session(agent: &str, parent: Option<&str>) -> NewSession {

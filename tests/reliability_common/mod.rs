@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use rusqlite::Connection;
 use seed_agents_store::agents::NewAgent;
 use seed_agents_store::payload::SessionEventPayload;
-use seed_agents_store::payload::{AgentDefinition, MessageEvent, MessageRole, OpenMap};
+use seed_agents_store::payload::{AgentDefinition, MessageEvent};
 use seed_agents_store::sessions::NewSession;
 use seed_agents_store::Store;
 
@@ -86,18 +86,7 @@ pub fn store_with_sessions(path: &Path, sessions: usize) -> (Store, Vec<String>)
 
 /// A user message with `content`.
 pub fn message(content: String) -> SessionEventPayload {
-    SessionEventPayload::Message(MessageEvent {
-        role: MessageRole::User,
-        content,
-        tool_call_id: None,
-        raw_markdown: None,
-        blocks: None,
-        context_lines: None,
-        attachments: None,
-        actor: None,
-        meta: None,
-        extra: OpenMap::new(),
-    })
+    MessageEvent::user(content).into()
 }
 
 /// `PRAGMA integrity_check`'s answer (`ok` for a sound file).
