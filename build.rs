@@ -4,8 +4,8 @@
 //! migration").
 
 fn main() {
-    let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    if let Err(e) = seed_agents_codegen::Builder::new(root)
+    // The schema lives in its own crate so that this package and the macros share one copy.
+    if let Err(e) = seed_agents_codegen::Builder::new(seed_agents_schema::DIR)
         // Rows are written only through the store's operations, which keep the invariants
         // that span rows; reads stay public.
         .write_helpers(seed_agents_codegen::emit::rust::WriteHelpers::Crate)

@@ -144,7 +144,7 @@ fn open(c: &mut Criterion) {
 }
 
 fn codegen(c: &mut Criterion) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = Path::new(seed_agents_schema::DIR);
     let out = tempfile::tempdir().unwrap();
     let mut g = c.benchmark_group("build_rs");
     g.sample_size(10).measurement_time(Duration::from_secs(10));

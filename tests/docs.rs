@@ -1,5 +1,5 @@
 //! The committed `docs/schema/*.md` pages are exactly what the build generates. To refresh them:
-//! `cargo run --bin seed-agents-db -- docs --out docs/schema`.
+//! `cargo run --features cli --bin seed-agents-db -- docs --out docs/schema`.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -8,7 +8,8 @@ use std::path::Path;
 #[test]
 fn committed_schema_docs_match_the_generated_ones() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schema");
-    let refresh = "refresh with `cargo run --bin seed-agents-db -- docs --out docs/schema`";
+    let refresh =
+        "refresh with `cargo run --features cli --bin seed-agents-db -- docs --out docs/schema`";
     let mut expected = BTreeSet::new();
     for (name, text) in seed_agents_store::schema::DOCS {
         expected.insert(name.to_string());
@@ -32,4 +33,29 @@ fn committed_schema_docs_match_the_generated_ones() {
         seed_agents_store::schema::DOCS.len(),
         seed_agents_store::schema::TABLES.len() + 1
     );
+}
+
+/// Every relative link of a page reaches a file of the repository: the pages link the schema and
+/// the migration that introduced each object, and a moved file must not leave them dangling.
+#[test]
+fn relative_links_of_the_pages_resolve() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schema");
+    let mut checked = 0;
+    for (name, text) in seed_agents_store::schema::DOCS {
+        for target in text
+            .split("](")
+            .skip(1)
+            .filter_map(|rest| rest.split(')').next())
+        {
+            if target.starts_with("http") || !target.contains('/') {
+                continue;
+            }
+            assert!(
+                dir.join(target).exists(),
+                "docs/schema/{name} links {target}, which does not exist"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "only {checked} relative links found");
 }

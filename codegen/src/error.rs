@@ -51,7 +51,7 @@ pub enum Error {
     },
     /// A migration is newer than the lock: it can still change until it is locked. A warning in
     /// the build, not a failure, so a migration can be written iteratively.
-    #[error("{}: {migration}.sql is not locked yet. Once it is final, run `cargo run -p seed-agents-codegen -- lock` and commit migrations.lock", path.display())]
+    #[error("{}: {migration}.sql is not locked yet. Once it is final, run `cargo run -p seed-agents-codegen --features cli -- lock schema` and commit migrations.lock", path.display())]
     NotLocked {
         /// The lock file.
         path: PathBuf,

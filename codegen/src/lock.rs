@@ -12,7 +12,7 @@ use std::path::Path;
 /// The lock file's name inside `migrations/`.
 pub const LOCK_FILE: &str = "migrations.lock";
 
-const HEADER: &str = "# Chained SHA-256 of each migration's normalized SQL (comments and whitespace do not count).\n# Written by `cargo run -p seed-agents-codegen -- lock`; a shipped line never changes.\n";
+const HEADER: &str = "# Chained SHA-256 of each migration's normalized SQL (comments and whitespace do not count).\n# Written by `cargo run -p seed-agents-codegen --features cli -- lock schema`; a shipped line never changes.\n";
 
 /// The chained hashes of `migrations` (genesis first), one per migration.
 pub fn chain(migrations: &[Migration]) -> Vec<String> {

@@ -13,18 +13,15 @@ use seed_agents_codegen::{annotations, lock, sql, Baseline};
 
 const CASES: u32 = 512;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("codegen lives in the workspace")
-        .to_path_buf()
+fn schema_dir() -> PathBuf {
+    PathBuf::from(seed_agents_schema::DIR)
 }
 
 /// The real schema.sql and what SQLite builds from it.
 fn baseline() -> &'static Baseline {
     static B: OnceLock<Baseline> = OnceLock::new();
     B.get_or_init(|| {
-        let path = workspace().join("schema.sql");
+        let path = schema_dir().join("schema.sql");
         Baseline::from_sql(&path, std::fs::read_to_string(&path).unwrap()).unwrap()
     })
 }
@@ -33,7 +30,7 @@ fn baseline() -> &'static Baseline {
 fn migrations() -> &'static (Vec<Migration>, String) {
     static M: OnceLock<(Vec<Migration>, String)> = OnceLock::new();
     M.get_or_init(|| {
-        let dir = workspace().join("migrations");
+        let dir = schema_dir().join("migrations");
         let text = std::fs::read_to_string(dir.join(lock::LOCK_FILE)).unwrap();
         (read_migrations(&dir).unwrap(), text)
     })

@@ -5,13 +5,10 @@ use seed_agents_codegen::coverage::{self, Object};
 use seed_agents_codegen::{Builder, Error, Project};
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("codegen lives in the workspace")
-        .to_path_buf()
+fn schema_dir() -> PathBuf {
+    PathBuf::from(seed_agents_schema::DIR)
 }
 
 /// A fixture schema directory: `schema.sql` as given, and a genesis equal to it.
@@ -214,7 +211,7 @@ fn a_strictness_value_that_is_not_understood_is_an_error_naming_it() {
 
 #[test]
 fn the_real_schema_documents_every_table_column_and_index() {
-    let p = Project::load(workspace()).unwrap();
+    let p = Project::load(schema_dir()).unwrap();
     let gaps = coverage::gaps(&p.fresh, &p.annotations);
     let listed: Vec<String> = gaps.iter().map(|g| format!("{}: {g}", g.line)).collect();
     assert!(

@@ -5,23 +5,20 @@ use seed_agents_codegen::{Builder, Error, Project};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("codegen lives in the workspace")
-        .to_path_buf()
+fn schema_dir() -> PathBuf {
+    PathBuf::from(seed_agents_schema::DIR)
 }
 
 /// A temporary copy of schema.sql, migrations/ and the lock.
 fn copy() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     fs::copy(
-        workspace().join("schema.sql"),
+        schema_dir().join("schema.sql"),
         dir.path().join("schema.sql"),
     )
     .unwrap();
     fs::create_dir(dir.path().join("migrations")).unwrap();
-    for e in fs::read_dir(workspace().join("migrations")).unwrap() {
+    for e in fs::read_dir(schema_dir().join("migrations")).unwrap() {
         let p = e.unwrap().path();
         fs::copy(
             &p,
@@ -61,7 +58,7 @@ fn assert_mentions(msg: &str, parts: &[&str]) {
 
 #[test]
 fn the_real_project_loads_clean() {
-    let p = Project::load(workspace()).unwrap();
+    let p = Project::load(schema_dir()).unwrap();
     assert_eq!(p.latest_version(), 29);
     assert_eq!(p.versions.len(), 30);
     assert_eq!(p.fresh.tables.len(), 22);
@@ -387,7 +384,7 @@ fn the_build_script_entry_point_fails_on_a_broken_directory() {
 #[test]
 fn the_build_script_entry_point_writes_only_when_bytes_change() {
     let out = tempfile::tempdir().unwrap();
-    let b = Builder::new(workspace())
+    let b = Builder::new(schema_dir())
         .out_dir(out.path())
         .cargo_directives(false);
     let first = b.run().unwrap();

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 fn project() -> &'static Project {
     static PROJECT: OnceLock<Project> = OnceLock::new();
     PROJECT.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let root = Path::new(seed_agents_schema::DIR);
         Project::load(root).expect("the real schema loads")
     })
 }
@@ -131,7 +131,7 @@ fn runs_page_shows_column_and_index_provenance() {
     assert!(runs.contains("WITHOUT ROWID"), "{runs}");
     assert!(
         runs.contains(
-            "Introduced in version 6 ([`migrations/0006_runs_and_journal.sql`](../../migrations/0006_runs_and_journal.sql))"
+            "Introduced in version 6 ([`migrations/0006_runs_and_journal.sql`](../../schema/migrations/0006_runs_and_journal.sql))"
         ),
         "{runs}"
     );
@@ -139,7 +139,10 @@ fn runs_page_shows_column_and_index_provenance() {
     let c = cells(table_row(runs, "parent_tool_call_id"));
     assert_eq!(c[1], "`TEXT`");
     assert_eq!(c[2], "NULL");
-    assert_eq!(c[5], "[8](../../migrations/0008_runs_parent_tool_call.sql)");
+    assert_eq!(
+        c[5],
+        "[8](../../schema/migrations/0008_runs_parent_tool_call.sql)"
+    );
     assert_eq!(c[6], "", "changed equals introduced, so it stays empty");
     assert_eq!(c[7], "The parent's delegate call that spawned this run.");
 
@@ -148,7 +151,7 @@ fn runs_page_shows_column_and_index_provenance() {
     assert_eq!(i[2], "no");
     assert_eq!(
         i[4],
-        "[28](../../migrations/0028_runs_by_parent_tool_call.sql)"
+        "[28](../../schema/migrations/0028_runs_by_parent_tool_call.sql)"
     );
 
     let d = cells(table_row(runs, "runs_by_session"));
@@ -182,12 +185,15 @@ fn runs_page_shows_column_and_index_provenance() {
 fn renamed_column_is_introduced_by_the_rename() {
     let page = page("account_authorizations.md");
     let c = cells(table_row(page, "signer_id"));
-    assert_eq!(c[5], "[24](../../migrations/0024_signer_capability.sql)");
+    assert_eq!(
+        c[5],
+        "[24](../../schema/migrations/0024_signer_capability.sql)"
+    );
     assert_eq!(c[2], "NOT NULL");
     assert!(section(page, "Primary key").contains(&"`account_id, signer_id`"));
     // Genesis columns link to the genesis file.
     let a = cells(table_row(page, "account_id"));
-    assert_eq!(a[5], "[0](../../migrations/0000_genesis.sql)");
+    assert_eq!(a[5], "[0](../../schema/migrations/0000_genesis.sql)");
 }
 
 #[test]
@@ -344,6 +350,6 @@ fn angle_brackets_in_docs_do_not_become_html() {
 fn rendering_is_deterministic() {
     let again = docs::render(project());
     assert_eq!(&again, pages());
-    let reloaded = Project::load(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()).unwrap();
+    let reloaded = Project::load(Path::new(seed_agents_schema::DIR)).unwrap();
     assert_eq!(&docs::render(&reloaded), pages());
 }

@@ -8,15 +8,12 @@ use seed_agents_codegen::emit::rust::{render, WriteHelpers, HEADER};
 use seed_agents_codegen::{Error, Project};
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 const RT: &str = "crate::__private";
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("codegen lives in the workspace")
-        .to_path_buf()
+fn schema_dir() -> PathBuf {
+    PathBuf::from(seed_agents_schema::DIR)
 }
 
 fn docs() -> BTreeMap<String, String> {
@@ -160,7 +157,7 @@ fn const_array_len(file: &syn::File, name: &str) -> usize {
 
 #[test]
 fn output_is_deterministic() {
-    let root = workspace_root();
+    let root = schema_dir();
     let project = Project::load(&root).unwrap();
     let first = render(&project, RT, &docs(), WriteHelpers::Public).unwrap();
     let second = render(&project, RT, &docs(), WriteHelpers::Public).unwrap();
@@ -172,7 +169,7 @@ fn output_is_deterministic() {
 
 #[test]
 fn workspace_schema_items() {
-    let project = Project::load(workspace_root()).unwrap();
+    let project = Project::load(schema_dir()).unwrap();
     let out = render(&project, RT, &docs(), WriteHelpers::Public).unwrap();
     assert!(out.starts_with(&format!("{HEADER}\n")));
     assert_eq!(
@@ -531,7 +528,7 @@ fn a_bad_runtime_path_is_an_emit_error() {
 
 #[test]
 fn write_helpers_can_be_kept_inside_the_including_crate() {
-    let project = Project::load(workspace_root()).unwrap();
+    let project = Project::load(schema_dir()).unwrap();
     let visibility = |out: &str, name: &str| {
         let file = parse(out);
         let f = function(module(&file, "runs"), name);

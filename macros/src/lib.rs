@@ -10,8 +10,9 @@ use proc_macro::TokenStream;
 use seed_agents_codegen::query::Checker;
 use seed_agents_codegen::Baseline;
 
-/// schema.sql, tracked by rustc: editing it recompiles this crate and so every checked query.
-const SCHEMA_SQL: &str = include_str!("../../schema.sql");
+/// schema.sql, from the crate that owns it: editing it recompiles that crate, this one and so
+/// every checked query.
+use seed_agents_schema::SCHEMA_SQL;
 
 thread_local! {
     static CHECKER: Result<Checker, String> = Baseline::from_sql("schema.sql", SCHEMA_SQL)
