@@ -352,6 +352,28 @@ pub enum ErrorKind {
     Internal,
 }
 
+impl ErrorKind {
+    /// The kind as a stable snake_case name (`not_found`, `invalid`, `conflict`, `busy`,
+    /// `refused`, `storage`, `internal`), for logs and machine-readable output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Invalid => "invalid",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Refused => "refused",
+            ErrorKind::Storage => "storage",
+            ErrorKind::Internal => "internal",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Error {
     /// The kind of this failure.
     pub fn kind(&self) -> ErrorKind {

@@ -58,9 +58,10 @@ extern crate self as seed_agents_store;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
-pub use migrate::{EmbeddedMigration, Outcome};
+pub use migrate::{EmbeddedMigration, Outcome, Progress};
 pub use open::{
-    resolve_path, status, Durability, StatusReport, Store, Verdict, DB_PATH_ENV, DEFAULT_DB_PATH,
+    resolve_path, status, Durability, OpenOptions, StatusReport, Store, Verdict, DB_PATH_ENV,
+    DEFAULT_DB_PATH,
 };
 
 /// Generated from schema.sql and migrations/ at build time: one module per table with its row

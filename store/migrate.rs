@@ -45,8 +45,51 @@ pub enum Outcome {
     },
 }
 
-/// Brings a database the gate found in `state` to the newest version.
-pub(crate) fn upgrade(conn: &mut Connection, path: &Path, state: State) -> Result<Outcome> {
+/// What an open that migrates is doing, reported to the observer given to
+/// [`OpenOptions::on_progress`](crate::OpenOptions::on_progress) (the CLI draws it on a terminal).
+/// An open of a current file reports nothing; a fresh install reports [`Progress::Installing`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Progress<'a> {
+    /// The baseline is being installed into an empty file at `version`.
+    Installing {
+        /// The version being installed.
+        version: u32,
+    },
+    /// `quick_check` of the file before it is migrated: every page is read.
+    Checking,
+    /// Migration `step` of `steps` (1-based) is starting.
+    Migrating {
+        /// 1-based position in this batch.
+        step: usize,
+        /// Migrations in this batch.
+        steps: usize,
+        /// The migration, e.g. `0024_signer_capability`.
+        name: &'a str,
+    },
+    /// Migration `step` of `steps` is applied (its savepoint released).
+    Migrated {
+        /// 1-based position in this batch.
+        step: usize,
+        /// Migrations in this batch.
+        steps: usize,
+        /// The migration.
+        name: &'a str,
+        /// Rows it inserted, updated or deleted.
+        rows: u64,
+    },
+    /// The migrated structure is being compared with the baseline's.
+    Verifying,
+}
+
+/// Brings a database the gate found in `state` to the newest version, telling `progress` what it
+/// does on the way.
+pub(crate) fn upgrade(
+    conn: &mut Connection,
+    path: &Path,
+    state: State,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Outcome> {
     let latest = schema::SCHEMA_VERSION;
     if state == State::At(latest) {
         return Ok(Outcome::Current { version: latest });
@@ -55,14 +98,23 @@ pub(crate) fn upgrade(conn: &mut Connection, path: &Path, state: State) -> Resul
     // Another process may have installed or migrated while we waited for the write lock.
     let outcome = match gate::inspect(&tx, path)? {
         State::Fresh => {
+            progress(Progress::Installing { version: latest });
             tx.execute_batch(schema::SCHEMA_SQL)?;
             stamp(&tx, latest)?;
             Outcome::Fresh { version: latest }
         }
         State::At(v) if v == latest => Outcome::Current { version: v },
         State::At(from) => {
+            progress(Progress::Checking);
             gate::quick_check(&tx, path)?;
-            apply(&tx, path, from, &schema::MIGRATIONS[from as usize + 1..])?;
+            apply(
+                &tx,
+                path,
+                from,
+                &schema::MIGRATIONS[from as usize + 1..],
+                progress,
+            )?;
+            progress(Progress::Verifying);
             gate::verify(&tx, path, latest)?;
             Outcome::Migrated { from, to: latest }
         }
@@ -79,9 +131,18 @@ pub(crate) fn apply(
     path: &Path,
     from: u32,
     migrations: &[EmbeddedMigration],
+    progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
     let to = migrations.last().map_or(from, |m| m.version);
-    for m in migrations {
+    let steps = migrations.len();
+    for (i, m) in migrations.iter().enumerate() {
+        let step = i + 1;
+        progress(Progress::Migrating {
+            step,
+            steps,
+            name: m.name,
+        });
+        let before = conn.total_changes();
         let fail = |source: Error| Error::Migration {
             path: path.to_path_buf(),
             from,
@@ -90,13 +151,21 @@ pub(crate) fn apply(
             source: Box::new(source),
         };
         query!("SAVEPOINT migration").execute(conn).map_err(fail)?;
-        let step = conn
+        // Rows are counted before the version stamp, which is not the migration's doing.
+        let applied = conn
             .execute_batch(m.sql)
             .map_err(|e| Error::from_sqlite(e, path))
-            .and_then(|()| stamp(conn, m.version));
-        match step {
-            Ok(()) => {
+            .map(|()| conn.total_changes().saturating_sub(before))
+            .and_then(|rows| stamp(conn, m.version).map(|()| rows));
+        match applied {
+            Ok(rows) => {
                 query!("RELEASE migration").execute(conn).map_err(fail)?;
+                progress(Progress::Migrated {
+                    step,
+                    steps,
+                    name: m.name,
+                    rows,
+                });
             }
             Err(e) => {
                 // Best effort: the outer transaction is rolled back by the caller anyway.
@@ -132,6 +201,7 @@ mod tests {
             Path::new(":memory:"),
             0,
             &schema::MIGRATIONS[1..=v as usize],
+            &mut |_| {},
         )
         .unwrap();
     }
@@ -163,7 +233,11 @@ mod tests {
             },
         ];
         let tx = conn.transaction().unwrap();
-        let err = apply(&tx, Path::new("test.sqlite"), 3, &batch).unwrap_err();
+        let mut seen = Vec::new();
+        let err = apply(&tx, Path::new("test.sqlite"), 3, &batch, &mut |p| {
+            seen.push(format!("{p:?}"))
+        })
+        .unwrap_err();
         drop(tx); // rolls back, as upgrade() does on error
         let msg = err.to_string();
         assert!(msg.contains("0005_broken"), "{msg}");
@@ -171,5 +245,14 @@ mod tests {
         assert!(msg.contains("no such table"), "{msg}");
         assert_eq!(tables(&conn), before);
         assert_eq!(gate::claimed_version(&conn).as_deref(), Some("3"));
+        // The first step was reported done, the second only started.
+        assert_eq!(
+            seen,
+            [
+                r#"Migrating { step: 1, steps: 2, name: "0004_ok" }"#,
+                r#"Migrated { step: 1, steps: 2, name: "0004_ok", rows: 0 }"#,
+                r#"Migrating { step: 2, steps: 2, name: "0005_broken" }"#,
+            ]
+        );
     }
 }

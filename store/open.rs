@@ -8,7 +8,7 @@
 use crate::clock::{Clock, SystemClock};
 use crate::error::{self, Error, Result};
 use crate::gate::{self, State};
-use crate::migrate::{self, Outcome};
+use crate::migrate::{self, Outcome, Progress};
 use crate::storage::{self, Look};
 use crate::{query, schema};
 use rusqlite::{Connection, OpenFlags};
@@ -82,31 +82,12 @@ impl Store {
     /// # Errors
     /// As [`Store::open`].
     pub fn open_with_clock(path: impl AsRef<Path>, clock: Arc<dyn Clock>) -> Result<Store> {
-        let shared: Arc<Path> = Arc::from(path.as_ref());
-        error::working_on(&shared, false);
-        let path = shared.to_path_buf();
-        storage::prepare(&path)?;
-        let at = |e: rusqlite::Error| Error::from_sqlite(e, &path);
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn = Connection::open_with_flags(&path, flags)
-            .map_err(|e| storage::open_failed(e, &path))?;
-        storage::writable(&conn, &path)?;
-        crate::busy::install(&mut conn).map_err(at)?;
-        conn.pragma_update(None, "foreign_keys", true).map_err(at)?;
-        let state = gate::inspect(&conn, &path)?;
-        let outcome = migrate::upgrade(&mut conn, &path, state).map_err(|e| e.at(&path))?;
-        configure(&conn).map_err(|e| after_commit(e.at(&path), &path, outcome))?;
-        let reader = open_reader(&path).map_err(|e| after_commit(e.at(&path), &path, outcome))?;
-        Ok(Store {
-            conn,
-            reader: Some(reader),
-            path: shared,
-            read_only: false,
-            outcome,
-            clock,
-        })
+        OpenOptions::new().clock(clock).open(path)
+    }
+
+    /// Options for opening: the clock and a progress observer, with [`OpenOptions::open`].
+    pub fn options() -> OpenOptions {
+        OpenOptions::new()
     }
 
     /// Opens a current database at `path` for reading only, on a read-only file, directory or
@@ -325,6 +306,98 @@ fn configure(conn: &Connection) -> Result<()> {
     }
     tx.commit()?;
     Ok(())
+}
+
+/// How to open a store read-write; [`Store::open`] is `Store::options().open(path)`.
+///
+/// ```
+/// use seed_agents_store::{Progress, Store};
+///
+/// # fn main() -> seed_agents_store::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let store = Store::options()
+///     .on_progress(|p| {
+///         if let Progress::Migrated { step, steps, name, rows } = p {
+///             eprintln!("[{step}/{steps}] {name}: {rows} rows");
+///         }
+///     })
+///     .open(dir.path().join("agents.sqlite"))?;
+/// # drop(store);
+/// # Ok(())
+/// # }
+/// ```
+#[must_use]
+pub struct OpenOptions {
+    clock: Arc<dyn Clock>,
+    progress: Box<dyn FnMut(Progress<'_>)>,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions::new()
+    }
+}
+
+impl std::fmt::Debug for OpenOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenOptions").finish_non_exhaustive()
+    }
+}
+
+impl OpenOptions {
+    /// The defaults: the system clock, no progress observer.
+    pub fn new() -> Self {
+        OpenOptions {
+            clock: Arc::new(SystemClock),
+            progress: Box::new(|_| {}),
+        }
+    }
+
+    /// The clock every operation takes "now" from.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Called as opening installs the baseline or migrates: each step as it starts and as it
+    /// ends, with the rows it changed. Opening a current file calls it never.
+    pub fn on_progress(mut self, observer: impl FnMut(Progress<'_>) + 'static) -> Self {
+        self.progress = Box::new(observer);
+        self
+    }
+
+    /// Opens `path` as [`Store::open`] does, with these options.
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    pub fn open(mut self, path: impl AsRef<Path>) -> Result<Store> {
+        let shared: Arc<Path> = Arc::from(path.as_ref());
+        error::working_on(&shared, false);
+        let path = shared.to_path_buf();
+        storage::prepare(&path)?;
+        let at = |e: rusqlite::Error| Error::from_sqlite(e, &path);
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = Connection::open_with_flags(&path, flags)
+            .map_err(|e| storage::open_failed(e, &path))?;
+        storage::writable(&conn, &path)?;
+        crate::busy::install(&mut conn).map_err(at)?;
+        conn.pragma_update(None, "foreign_keys", true).map_err(at)?;
+        let state = gate::inspect(&conn, &path)?;
+        let outcome = migrate::upgrade(&mut conn, &path, state, &mut *self.progress)
+            .map_err(|e| e.at(&path))?;
+        configure(&conn).map_err(|e| after_commit(e.at(&path), &path, outcome))?;
+        let reader = open_reader(&path).map_err(|e| after_commit(e.at(&path), &path, outcome))?;
+        Ok(Store {
+            conn,
+            reader: Some(reader),
+            path: shared,
+            read_only: false,
+            outcome,
+            clock: self.clock,
+        })
+    }
 }
 
 /// How long a commit waits for the disk (SQLite's `synchronous`); see

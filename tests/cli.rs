@@ -236,3 +236,151 @@ fn version_names_the_schema_version_the_binary_installs() {
         )
     );
 }
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {}", stdout(o)))
+}
+
+/// A copy of the TypeScript server's file at version 11, in `dir`.
+fn ts_v11(dir: &Path) -> &'static str {
+    fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/ts-server-v11.sqlite"
+        ),
+        dir.join("ts.sqlite"),
+    )
+    .unwrap();
+    "ts.sqlite"
+}
+
+#[test]
+fn json_reports_of_open_status_and_check_are_one_document_on_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = ts_v11(dir.path());
+    let latest = seed_agents_store::schema::SCHEMA_VERSION;
+
+    let o = run(dir.path(), &["--db-path", db, "--json", "status"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = json(&o);
+    assert_eq!(s["state"], "verified");
+    assert_eq!(s["version"], 11);
+    assert_eq!(s["binary_version"], latest);
+    let pending = s["pending"].as_array().unwrap();
+    assert_eq!(pending.len(), latest as usize - 11);
+    assert_eq!(pending[0], "0012_agent_collaborators");
+
+    let o = run(dir.path(), &["--db-path", db, "open", "--json"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Not a terminal: no progress, nothing on stderr.
+    assert_eq!(stderr(&o), "");
+    let v = json(&o);
+    assert_eq!(v["database"], db);
+    assert_eq!(v["outcome"]["kind"], "migrated");
+    assert_eq!(v["outcome"]["from"], 11);
+    assert_eq!(v["outcome"]["to"], latest);
+    let raw = rusqlite::Connection::open(dir.path().join(db)).unwrap();
+    let agents: i64 = raw
+        .query_row("SELECT count(*) FROM agents", [], |r| r.get(0))
+        .unwrap();
+    assert!(agents > 0);
+    assert_eq!(v["tables"]["agents"], agents);
+
+    let o = run(dir.path(), &["--db-path", db, "--json", "check"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c = json(&o);
+    assert_eq!(c["state"], "verified");
+    assert_eq!(c["version"], latest);
+    assert_eq!(c["pending"].as_array().unwrap().len(), 0);
+    assert_eq!(c["integrity_check"].as_array().unwrap().len(), 0);
+    assert_eq!(c["clean"], true);
+}
+
+#[test]
+fn json_refusals_and_errors_keep_their_exit_codes_and_name_their_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("text.sqlite"),
+        "not a database, just text\n".repeat(200),
+    )
+    .unwrap();
+    // status: the verdict is its result, on stdout, with exit code 3.
+    let o = run(
+        dir.path(),
+        &["--db-path", "text.sqlite", "--json", "status"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let s = json(&o);
+    assert_eq!(s["state"], "refused");
+    assert!(
+        s["reason"].as_str().unwrap().contains("not a database"),
+        "{s}"
+    );
+    // open: a refusal is an error, on stderr as JSON; stdout stays empty.
+    let o = run(
+        dir.path(),
+        &["--db-path", "text.sqlite", "--json", "open"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(stdout(&o), "");
+    let e: serde_json::Value = serde_json::from_slice(&o.stderr).unwrap();
+    assert_eq!(e["error"]["kind"], "refused");
+    // A directory where the file should be: trouble with the path, exit code 1.
+    fs::create_dir(dir.path().join("a-dir")).unwrap();
+    let o = run(dir.path(), &["--db-path", "a-dir", "--json", "open"], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e: serde_json::Value = serde_json::from_slice(&o.stderr).unwrap();
+    assert_eq!(e["error"]["kind"], "storage", "{e}");
+    assert!(
+        e["error"]["message"].as_str().unwrap().contains("a-dir"),
+        "{e}"
+    );
+}
+
+/// Under a pseudo-terminal (util-linux `script`), migrating draws its steps on stderr: one line
+/// per migration with the rows it changed.
+#[test]
+fn a_migration_shows_its_steps_when_stderr_is_a_terminal() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: util-linux `script` is not installed, so no pseudo-terminal");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = ts_v11(dir.path());
+    let bin = env!("CARGO_BIN_EXE_seed-agents-db");
+    let o = Command::new("script")
+        .current_dir(dir.path())
+        .env_remove("SEED_AGENTS_DB_PATH")
+        .args(["-qec", &format!("'{bin}' --db-path {db} open"), "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stdout(&o));
+    let screen = stdout(&o);
+    let steps = seed_agents_store::schema::SCHEMA_VERSION as usize - 11;
+    assert!(
+        screen.contains(&format!("[1/{steps}] 0012_agent_collaborators: ")),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(&format!(
+            "[{steps}/{steps}] 0029_run_event_waits_by_timeout: "
+        )),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("outcome: migrated from version 11"),
+        "{screen}"
+    );
+    // A current file has nothing to show.
+    let o = Command::new("script")
+        .current_dir(dir.path())
+        .args(["-qec", &format!("'{bin}' --db-path {db} open"), "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!stdout(&o).contains("rows"), "{}", stdout(&o));
+}

@@ -1,21 +1,26 @@
-//! `seed-agents-db`: open, inspect, check and document the Seed Agents database.
+//! `seed-agents-db`: open, inspect, check and document the Seed Agents database (built with the
+//! `cli` feature).
 //!
-//! Exit codes (also in `--help` and the README): 0 success, 1 an error (busy, disk full,
-//! read-only, permission, I/O, ...; the file was not judged), 2 a usage error (clap), 3 the
-//! schema gate refuses the file, 4 `check` found problems. Output goes through `writeln!`, so a
-//! closed pipe (`open | head -1`) ends the program quietly instead of panicking.
+//! Results go to stdout, as text or, with `--json`, as one JSON document; errors, refusals and
+//! progress go to stderr (with `--json`, an error is a JSON document there too). Progress of a
+//! migration is drawn only when stderr is a terminal. Exit codes (also in `--help` and the
+//! README): 0 success, 1 an error (busy, disk full, read-only, permission, I/O, ...; the file was
+//! not judged), 2 a usage error (clap), 3 the schema gate refuses the file, 4 `check` found
+//! problems. Output goes through `writeln!`, so a closed pipe (`open | head -1`) ends the program
+//! quietly instead of panicking.
+
+mod report;
 
 use clap::{Parser, Subcommand};
-use seed_agents_store::{
-    integrity, resolve_path, schema, status, Error, ErrorKind, Outcome, Store, Verdict,
-};
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use report::Format;
+use seed_agents_store::{resolve_path, schema, Error, ErrorKind};
+use std::io::{self, IsTerminal};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 const EXIT_ERROR: u8 = 1;
-const EXIT_REFUSED: u8 = 3;
-const EXIT_PROBLEMS: u8 = 4;
+pub(crate) const EXIT_REFUSED: u8 = 3;
+pub(crate) const EXIT_PROBLEMS: u8 = 4;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -43,6 +48,9 @@ struct Cli {
     /// The database file [default: $SEED_AGENTS_DB_PATH, else data/agents.sqlite].
     #[arg(long, global = true, value_name = "PATH")]
     db_path: Option<PathBuf>,
+    /// Print the result of open, status or check as one JSON document (errors too, on stderr).
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -63,147 +71,40 @@ enum Command {
     },
 }
 
-/// Why a command stopped.
-enum Failure {
-    Store(Error),
-    /// Writing the report failed (a closed pipe is not one: it ends the program quietly).
-    Output(io::Error),
-}
-
-impl From<Error> for Failure {
-    fn from(e: Error) -> Failure {
-        Failure::Store(e)
-    }
-}
-
-impl From<io::Error> for Failure {
-    fn from(e: io::Error) -> Failure {
-        Failure::Output(e)
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let path = resolve_path(cli.db_path.as_deref());
+    let format = if cli.json { Format::Json } else { Format::Text };
     let out = &mut io::stdout().lock();
     let result = match cli.command {
-        Command::Open => open(out, &path),
-        Command::Status => show_status(out, &path),
-        Command::Check => show_check(out, &path),
-        Command::Docs { out: dir } => docs(out, &dir),
+        Command::Open => report::open(out, &path, format, io::stderr().is_terminal()),
+        Command::Status => report::status(out, &path, format),
+        Command::Check => report::check(out, &path, format),
+        Command::Docs { out: dir } => report::docs(out, &dir),
     };
     match result {
         Ok(code) => code,
-        Err(Failure::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(Failure::Output(e)) => {
+        Err(report::Failure::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => {
+            ExitCode::SUCCESS
+        }
+        Err(report::Failure::Output(e)) => {
             eprintln!("error: writing the report: {e}");
             ExitCode::from(EXIT_ERROR)
         }
-        Err(Failure::Store(e)) => {
-            eprintln!("error: {e}");
-            ExitCode::from(match e.kind() {
-                ErrorKind::Refused => EXIT_REFUSED,
-                _ => EXIT_ERROR,
-            })
-        }
-    }
-}
-
-fn open(out: &mut impl Write, path: &Path) -> Result<ExitCode, Failure> {
-    let store = Store::open(path)?;
-    writeln!(out, "database: {}", store.path().display())?;
-    let outcome = match store.outcome() {
-        Outcome::Fresh { version } => format!("fresh install at version {version}"),
-        Outcome::Migrated { from, to } => format!("migrated from version {from} to {to}"),
-        Outcome::Current { version } => format!("current at version {version}"),
-    };
-    writeln!(out, "outcome: {outcome}")?;
-    writeln!(out, "tables:")?;
-    for (table, rows) in store.table_counts()? {
-        writeln!(out, "  {table:<28} {rows:>10}")?;
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Prints the gate's verdict; returns whether the gate refused the file.
-fn verdict(out: &mut impl Write, path: &Path, v: &Verdict, supported: u32) -> io::Result<bool> {
-    match v {
-        Verdict::Missing => writeln!(
-            out,
-            "state: no file yet (open creates it at version {supported})"
-        )?,
-        Verdict::Fresh => writeln!(out, "state: empty (open installs version {supported})")?,
-        Verdict::Verified { version, pending } => {
-            writeln!(out, "claimed version: {version}")?;
-            writeln!(out, "structure: verified against version {version}")?;
-            if pending.is_empty() {
-                writeln!(out, "pending migrations: none")?;
-            } else {
-                writeln!(out, "pending migrations ({}):", pending.len())?;
-                for m in pending {
-                    writeln!(out, "  {m}")?;
-                }
+        Err(report::Failure::Store(e)) => {
+            match format {
+                Format::Text => eprintln!("error: {e}"),
+                Format::Json => eprintln!("{}", report::error_json(&e)),
             }
+            ExitCode::from(exit_code(&e))
         }
-        Verdict::Refused(reason) => {
-            eprintln!(
-                "refused: {}: {reason}\n{}",
-                path.display(),
-                reason.advice(path)
-            );
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
-
-fn show_status(out: &mut impl Write, path: &Path) -> Result<ExitCode, Failure> {
-    let s = status(path)?;
-    writeln!(out, "database: {}", s.path.display())?;
-    writeln!(out, "binary version: {}", s.supported)?;
-    if verdict(out, path, &s.verdict, s.supported)? {
-        return Ok(ExitCode::from(EXIT_REFUSED));
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn show_check(out: &mut impl Write, path: &Path) -> Result<ExitCode, Failure> {
-    let r = integrity::check(path)?;
-    writeln!(out, "database: {}", r.path.display())?;
-    verdict(out, path, &r.verdict, schema::SCHEMA_VERSION)?;
-    for (name, found) in [
-        ("integrity_check", &r.integrity),
-        ("foreign_key_check", &r.foreign_keys),
-    ] {
-        if found.is_empty() {
-            writeln!(out, "{name}: ok")?;
-        } else {
-            writeln!(out, "{name}: {} problem(s)", found.len())?;
-            for line in found {
-                writeln!(out, "  {line}")?;
-            }
-        }
-    }
-    if r.is_clean() {
-        writeln!(out, "result: no problems found")?;
-        Ok(ExitCode::SUCCESS)
-    } else {
-        writeln!(out, "result: problems found")?;
-        Ok(ExitCode::from(EXIT_PROBLEMS))
     }
 }
 
-fn docs(out: &mut impl Write, dir: &Path) -> Result<ExitCode, Failure> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::from_io(e, dir))?;
-    for (name, text) in schema::DOCS {
-        let page = dir.join(name);
-        std::fs::write(&page, text).map_err(|e| Error::from_io(e, &page))?;
+/// The exit code of a failed command.
+fn exit_code(e: &Error) -> u8 {
+    match e.kind() {
+        ErrorKind::Refused => EXIT_REFUSED,
+        _ => EXIT_ERROR,
     }
-    writeln!(
-        out,
-        "wrote {} pages to {}",
-        schema::DOCS.len(),
-        dir.display()
-    )?;
-    Ok(ExitCode::SUCCESS)
 }
