@@ -57,6 +57,11 @@ if grep -q "\"manifest_path\":\"$root/" <<<"$metadata"; then
   echo "package-check: the downstream build resolves a crate from the repository" >&2
   exit 1
 fi
+# A library user compiles no CLI parser: clap and indicatif come only with the `cli` feature.
+if cargo tree -e normal,build --prefix none | grep -qE '^(clap|indicatif) '; then
+  echo "package-check: a library user would compile clap or indicatif" >&2
+  exit 1
+fi
 # The same target directory: third-party crates compiled for the workspace are reused.
 CARGO_TARGET_DIR="$target" cargo test --quiet
 echo "package-check: the packaged crates build and pass the downstream tests"
