@@ -66,8 +66,34 @@ impl Cursor {
     }
 }
 
-/// One page of a keyset listing.
+/// With the `serde` feature: the token ([`Cursor::to_token`]) as a plain string, what a client
+/// is handed and hands back.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Cursor {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_token())
+    }
+}
+
+/// With the `serde` feature: the cursor a token string stands for ([`Cursor::from_token`]); any
+/// other string is a serde error saying so.
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Cursor {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let token = <String as serde::Deserialize>::deserialize(deserializer)?;
+        Cursor::from_token(&token).map_err(serde::de::Error::custom)
+    }
+}
+
+/// One page of a keyset listing. With the `serde` feature it derives `Serialize` and
+/// `Deserialize` (for a `T` that does), its `next` cursor as a token string.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Page<T> {
     /// The rows, in listing order.
     pub items: Vec<T>,
