@@ -1,8 +1,9 @@
 //! The one vocabulary of argument checks: every domain operation words a bad argument through
 //! these helpers, so one kind of mistake reads the same everywhere.
 //!
-//! Invariant: every check fails with [`Error::Invalid`] naming the argument's wire name (the
-//! description's camelCase) and saying what it must be; none writes or panics.
+//! Invariant: every check fails with [`Error::Invalid`] naming the argument by its snake_case
+//! Rust name (the parameter, the request struct's field, or a dotted path into a passed value:
+//! see [`Error::Invalid`]'s `field`) and saying what it must be; none writes or panics.
 
 use crate::error::{Error, Result};
 

@@ -45,10 +45,10 @@ impl Cursor {
     /// The cursor a token from [`Cursor::to_token`] stands for.
     ///
     /// # Errors
-    /// [`Error::Invalid`] (`cursor`) for anything that is not such a token.
+    /// [`Error::Invalid`] (`token`) for anything that is not such a token.
     pub fn from_token(token: &str) -> Result<Cursor> {
         let bad = || Error::Invalid {
-            field: "cursor",
+            field: "token",
             reason: "is not a page token this store issued".into(),
         };
         let (base, bytes) = multibase::decode(token).map_err(|_| bad())?;
@@ -58,7 +58,7 @@ impl Cursor {
         let text = String::from_utf8(bytes).map_err(|_| bad())?;
         let (updated_at, id) = text.split_once(':').ok_or_else(bad)?;
         let updated_at = updated_at.parse().map_err(|_| bad())?;
-        crate::ids::check_id("cursor", id)?;
+        crate::ids::check_id("token", id)?;
         Ok(Cursor {
             updated_at,
             id: id.to_owned(),
@@ -105,13 +105,13 @@ pub struct Page<T> {
 /// [`MAX_PAGE_SIZE`].
 ///
 /// # Errors
-/// [`Error::Invalid`] (`pageSize`).
+/// [`Error::Invalid`] (`page_size`).
 pub fn page_size(requested: Option<u32>) -> Result<u32> {
     match requested {
         None => Ok(DEFAULT_PAGE_SIZE),
         Some(n) if (1..=MAX_PAGE_SIZE).contains(&n) => Ok(n),
         Some(_) => Err(Error::Invalid {
-            field: "pageSize",
+            field: "page_size",
             reason: format!("must be between 1 and {MAX_PAGE_SIZE}"),
         }),
     }
@@ -170,10 +170,7 @@ mod tests {
             assert!(
                 matches!(
                     Cursor::from_token(bad),
-                    Err(Error::Invalid {
-                        field: "cursor",
-                        ..
-                    })
+                    Err(Error::Invalid { field: "token", .. })
                 ),
                 "{bad:?}"
             );

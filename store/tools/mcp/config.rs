@@ -86,17 +86,17 @@ pub(super) fn checked_config(name: &str, input: &McpServerInput) -> Result<McpSe
     let config = &input.config;
     let url = &config.url;
     if !(url.starts_with("https://") || url.starts_with("http://")) || url.len() <= 8 {
-        return Err(invalid("url", "must be an http:// or https:// URL"));
+        return Err(invalid("config.url", "must be an http:// or https:// URL"));
     }
     if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(invalid(
-            "url",
+            "config.url",
             "must not contain whitespace or control characters",
         ));
     }
     if url.len() > MAX_URL_BYTES {
         return Err(invalid(
-            "url",
+            "config.url",
             format!(
                 "is {} bytes, more than the {MAX_URL_BYTES} allowed",
                 url.len()
@@ -108,7 +108,7 @@ pub(super) fn checked_config(name: &str, input: &McpServerInput) -> Result<McpSe
         .as_deref()
         .is_some_and(|t| t.trim().is_empty())
     {
-        return Err(invalid("transport", "must not be empty when given"));
+        return Err(invalid("config.transport", "must not be empty when given"));
     }
     // Every header appears once, case-insensitively, across the three places it can be set.
     let mut seen: Vec<String> = Vec::new();
@@ -124,9 +124,9 @@ pub(super) fn checked_config(name: &str, input: &McpServerInput) -> Result<McpSe
         Ok(())
     };
     for (header, value) in config.headers.iter().flatten() {
-        check_header_name("headers", header)?;
-        check_header_value("headers", header, value, MAX_HEADER_VALUE_BYTES)?;
-        once("headers", header)?;
+        check_header_name("config.headers", header)?;
+        check_header_value("config.headers", header, value, MAX_HEADER_VALUE_BYTES)?;
+        once("config.headers", header)?;
     }
     let mut refs = config.secret_refs.clone().unwrap_or_default();
     // A new value replaces the reference of its header, whatever case the reference used.
@@ -134,22 +134,24 @@ pub(super) fn checked_config(name: &str, input: &McpServerInput) -> Result<McpSe
         refs.retain(|h, _| !h.eq_ignore_ascii_case(header));
     }
     for (header, secret) in &refs {
-        check_header_name("secretRefs", header)?;
+        check_header_name("config.secret_refs", header)?;
         crate::secrets::secret_name(secret).map_err(|e| match e {
-            Error::Invalid { reason, .. } => invalid("secretRefs", format!("{header:?}: {reason}")),
+            Error::Invalid { reason, .. } => {
+                invalid("config.secret_refs", format!("{header:?}: {reason}"))
+            }
             other => other,
         })?;
-        once("secretRefs", header)?;
+        once("config.secret_refs", header)?;
     }
     for (header, value) in &input.secret_headers {
-        check_header_name("secretHeaders", header)?;
+        check_header_name("secret_headers", header)?;
         check_header_value(
-            "secretHeaders",
+            "secret_headers",
             header,
             value,
             crate::secrets::MAX_VALUE_BYTES,
         )?;
-        once("secretHeaders", header)?;
+        once("secret_headers", header)?;
         refs.insert(header.clone(), owned_secret_name(name, header));
     }
     Ok(McpServerConfig {
