@@ -10,7 +10,7 @@
 use rusqlite::Connection;
 
 use crate::cbor::Cbor;
-use crate::check::{invalid, non_empty};
+use crate::check::{invalid, non_empty, non_empty_when_given};
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::payload::{DraftContent, DraftMetadata};
@@ -85,16 +85,10 @@ fn checked(
             ));
         }
     }
-    for (field, value) in [
-        ("edit_target", &fields.edit_target),
-        ("location_target", &fields.location_target),
-        ("path_name", &fields.path_name),
-        ("visibility", &fields.visibility),
-    ] {
-        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
-            return Err(invalid(field, "must not be empty when given"));
-        }
-    }
+    non_empty_when_given("edit_target", fields.edit_target.as_deref())?;
+    non_empty_when_given("location_target", fields.location_target.as_deref())?;
+    non_empty_when_given("path_name", fields.path_name.as_deref())?;
+    non_empty_when_given("visibility", fields.visibility.as_deref())?;
     if let Some(signer) = &fields.signer_secret_name {
         if secrets::get_by_name(conn, account_id, signer)?.is_none() {
             return Err(Error::NotFound {

@@ -5,7 +5,7 @@
 //! plain headers, its secret references and the secret values given with it, and no header
 //! name or value can split or end the request header.
 
-use crate::check::invalid;
+use crate::check::{invalid, non_empty_when_given};
 use crate::error::{Error, Result};
 use crate::payload::McpServerConfig;
 
@@ -103,13 +103,7 @@ pub(super) fn checked_config(name: &str, input: &McpServerInput) -> Result<McpSe
             ),
         ));
     }
-    if config
-        .transport
-        .as_deref()
-        .is_some_and(|t| t.trim().is_empty())
-    {
-        return Err(invalid("config.transport", "must not be empty when given"));
-    }
+    non_empty_when_given("config.transport", config.transport.as_deref())?;
     // Every header appears once, case-insensitively, across the three places it can be set.
     let mut seen: Vec<String> = Vec::new();
     let mut once = |field: &'static str, header: &str| -> Result<()> {
