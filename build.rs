@@ -9,6 +9,9 @@ fn main() {
         // Rows are written only through the store's operations, which keep the invariants
         // that span rows; reads stay public.
         .write_helpers(seed_agents_codegen::emit::rust::WriteHelpers::Crate)
+        // Rows and enums get serde impls behind this crate's own off-by-default `serde` feature,
+        // so the generated text is the same whatever features a build turns on.
+        .serde_feature(Some("serde"))
         .run()
     {
         eprintln!("error: {e}");

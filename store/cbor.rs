@@ -307,6 +307,56 @@ impl<T> FromSql for Cbor<T> {
     }
 }
 
+/// With the `serde` feature: the stored bytes as one byte string (in JSON, an array of numbers),
+/// never the decoded value, so serializing a row cannot fail on its payload and deserializing
+/// gives back exactly the bytes that were stored. [`Cbor::decode`] gives the value.
+#[cfg(feature = "serde")]
+impl<T> Serialize for Cbor<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(&self.bytes)
+    }
+}
+
+/// With the `serde` feature: the bytes [`Cbor`]'s `Serialize` wrote, taken as they are (like
+/// [`Cbor::from_bytes`], without checking that they decode to a `T`).
+#[cfg(feature = "serde")]
+impl<'de, T> Deserialize<'de> for Cbor<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_byte_buf(BytesVisitor)
+            .map(Self::from_bytes)
+    }
+}
+
+/// Bytes from a byte string, or from a sequence of numbers (how JSON writes a byte string).
+#[cfg(feature = "serde")]
+struct BytesVisitor;
+
+#[cfg(feature = "serde")]
+impl<'de> Visitor<'de> for BytesVisitor {
+    type Value = Vec<u8>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("the bytes of a CBOR payload")
+    }
+
+    fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<Vec<u8>, E> {
+        Ok(bytes.to_vec())
+    }
+
+    fn visit_byte_buf<E: de::Error>(self, bytes: Vec<u8>) -> Result<Vec<u8>, E> {
+        Ok(bytes)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+        let mut bytes = Vec::new();
+        while let Some(byte) = seq.next_element()? {
+            bytes.push(byte);
+        }
+        Ok(bytes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

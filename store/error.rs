@@ -142,7 +142,13 @@ pub enum Error {
     /// An argument was refused before anything was written.
     #[error("invalid {field}: {reason}")]
     Invalid {
-        /// The argument or payload field, e.g. `title` or `plan.steps[2].status`.
+        /// What the caller passed, by its Rust name in snake_case: a parameter (`account_id`,
+        /// `page_size`), a field of an operation's request struct (`title` of a `NewRun`), or a
+        /// dotted path of Rust field names from the parameter into a nested value
+        /// (`plan.steps.id`, `source.schedule.interval_ms`, `config.provider_type`); for a
+        /// generated enum's `FromStr`, its column. Never a wire (camelCase) name: these errors
+        /// answer a Rust caller, and a server maps them to its clients' names. A unit test in
+        /// `store/check.rs` holds every field name written in this crate to the rule.
         field: &'static str,
         /// What is wrong with it.
         reason: String,

@@ -19,8 +19,8 @@ pub const MAX_ID_BYTES: usize = 256;
 /// ```
 /// use seed_agents_store::ids::check_id;
 ///
-/// assert!(check_id("agentId", "agent-1").is_ok());
-/// assert!(check_id("agentId", " agent-1").is_err());
+/// assert!(check_id("agent_id", "agent-1").is_ok());
+/// assert!(check_id("agent_id", " agent-1").is_err());
 /// ```
 pub fn check_id(field: &'static str, id: &str) -> Result<()> {
     let reason = if id.is_empty() {

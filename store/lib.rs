@@ -17,6 +17,17 @@
 //! assert_eq!(row.created_at, row.updated_at);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Cargo features
+//!
+//! Every feature is off by default.
+//!
+//! - `serde`: `Serialize` and `Deserialize` for every generated `Row` (each field named by its SQL
+//!   column, e.g. `account_id`; a [`cbor::Cbor`] payload as its stored bytes, so a row round trips
+//!   exactly), every generated enum (as the text stored in its column; any other text is
+//!   refused, listing the allowed values), [`paging::Cursor`] (as its opaque
+//!   [`to_token`](paging::Cursor::to_token) string; a malformed token is refused) and
+//!   [`paging::Page`].
 
 pub mod busy;
 pub mod cbor;
@@ -98,4 +109,7 @@ pub mod __private {
     };
     pub use rusqlite;
     pub use sea_query;
+    // Generated rows and enums name serde only under the `serde` feature.
+    #[cfg(feature = "serde")]
+    pub use serde;
 }

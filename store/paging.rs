@@ -45,10 +45,10 @@ impl Cursor {
     /// The cursor a token from [`Cursor::to_token`] stands for.
     ///
     /// # Errors
-    /// [`Error::Invalid`] (`cursor`) for anything that is not such a token.
+    /// [`Error::Invalid`] (`token`) for anything that is not such a token.
     pub fn from_token(token: &str) -> Result<Cursor> {
         let bad = || Error::Invalid {
-            field: "cursor",
+            field: "token",
             reason: "is not a page token this store issued".into(),
         };
         let (base, bytes) = multibase::decode(token).map_err(|_| bad())?;
@@ -58,7 +58,7 @@ impl Cursor {
         let text = String::from_utf8(bytes).map_err(|_| bad())?;
         let (updated_at, id) = text.split_once(':').ok_or_else(bad)?;
         let updated_at = updated_at.parse().map_err(|_| bad())?;
-        crate::ids::check_id("cursor", id)?;
+        crate::ids::check_id("token", id)?;
         Ok(Cursor {
             updated_at,
             id: id.to_owned(),
@@ -66,8 +66,34 @@ impl Cursor {
     }
 }
 
-/// One page of a keyset listing.
+/// With the `serde` feature: the token ([`Cursor::to_token`]) as a plain string, what a client
+/// is handed and hands back.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Cursor {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_token())
+    }
+}
+
+/// With the `serde` feature: the cursor a token string stands for ([`Cursor::from_token`]); any
+/// other string is a serde error saying so.
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Cursor {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let token = <String as serde::Deserialize>::deserialize(deserializer)?;
+        Cursor::from_token(&token).map_err(serde::de::Error::custom)
+    }
+}
+
+/// One page of a keyset listing. With the `serde` feature it derives `Serialize` and
+/// `Deserialize` (for a `T` that does), its `next` cursor as a token string.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Page<T> {
     /// The rows, in listing order.
     pub items: Vec<T>,
@@ -79,13 +105,13 @@ pub struct Page<T> {
 /// [`MAX_PAGE_SIZE`].
 ///
 /// # Errors
-/// [`Error::Invalid`] (`pageSize`).
+/// [`Error::Invalid`] (`page_size`).
 pub fn page_size(requested: Option<u32>) -> Result<u32> {
     match requested {
         None => Ok(DEFAULT_PAGE_SIZE),
         Some(n) if (1..=MAX_PAGE_SIZE).contains(&n) => Ok(n),
         Some(_) => Err(Error::Invalid {
-            field: "pageSize",
+            field: "page_size",
             reason: format!("must be between 1 and {MAX_PAGE_SIZE}"),
         }),
     }
@@ -144,10 +170,7 @@ mod tests {
             assert!(
                 matches!(
                     Cursor::from_token(bad),
-                    Err(Error::Invalid {
-                        field: "cursor",
-                        ..
-                    })
+                    Err(Error::Invalid { field: "token", .. })
                 ),
                 "{bad:?}"
             );

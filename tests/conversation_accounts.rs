@@ -58,7 +58,7 @@ fn accounts_are_created_lazily_and_touched_by_account_owned_writes() {
         assert!(matches!(
             store.touch_account(bad),
             Err(Error::Invalid {
-                field: "accountId",
+                field: "account_id",
                 ..
             })
         ));
@@ -98,7 +98,7 @@ fn signers_are_authorized_by_grant_or_by_being_the_account() {
     assert!(matches!(
         store.authorize_signer(A, "", Role::Agent, None),
         Err(Error::Invalid {
-            field: "signerId",
+            field: "signer_id",
             ..
         })
     ));
@@ -174,7 +174,7 @@ fn a_duplicate_provider_name_is_a_typed_conflict_scoped_per_account() {
     assert!(matches!(
         store.create_provider(A, "x", &ModelProviderConfig::new("")),
         Err(Error::Invalid {
-            field: "config.type",
+            field: "config.provider_type",
             ..
         })
     ));

@@ -138,7 +138,7 @@ fn a_state_dir_must_be_a_safe_directory() {
             matches!(
                 store.create_agent(A, &new_agent(bad)),
                 Err(Error::Invalid {
-                    field: "stateDir",
+                    field: "state_dir",
                     ..
                 })
             ),
@@ -179,14 +179,14 @@ fn agents_list_newest_first_in_stable_keyset_pages() {
     assert!(matches!(
         store.agents(A, Some(0), None),
         Err(Error::Invalid {
-            field: "pageSize",
+            field: "page_size",
             ..
         })
     ));
     assert!(matches!(
         store.agents(A, Some(201), None),
         Err(Error::Invalid {
-            field: "pageSize",
+            field: "page_size",
             ..
         })
     ));
@@ -258,7 +258,7 @@ fn collaborators_are_invited_accepted_changed_and_removed() {
     assert!(matches!(
         store.invite_collaborator(A, &agent, A, Role::Reader),
         Err(Error::Invalid {
-            field: "accountId",
+            field: "invitee",
             ..
         })
     ));
@@ -423,7 +423,7 @@ fn session_pages_are_stable_under_concurrent_inserts_and_filter_children() {
             }
         ),
         Err(Error::Invalid {
-            field: "pageSize",
+            field: "page_size",
             ..
         })
     ));
@@ -544,7 +544,7 @@ fn resolved_by_and_settled_at_are_accepted_only_from_the_runtime() {
     assert!(matches!(
         store.set_session_plan(A, &s, Some(plan(vec![resolved.clone()])), PlanWriter::Model),
         Err(Error::Invalid {
-            field: "plan.steps.resolvedBy",
+            field: "plan.steps.resolved_by",
             ..
         })
     ));
@@ -553,7 +553,7 @@ fn resolved_by_and_settled_at_are_accepted_only_from_the_runtime() {
     assert!(matches!(
         store.set_session_plan(A, &s, Some(settled.clone()), PlanWriter::Model),
         Err(Error::Invalid {
-            field: "plan.settledAt",
+            field: "plan.settled_at",
             ..
         })
     ));

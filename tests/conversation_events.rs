@@ -485,7 +485,7 @@ fn replay_returns_events_after_a_seq_ascending_with_an_optional_limit() {
     assert!(matches!(
         store.events_after(A, &session, -1, None),
         Err(Error::Invalid {
-            field: "afterSeq",
+            field: "after_seq",
             ..
         })
     ));

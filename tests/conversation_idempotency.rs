@@ -171,7 +171,7 @@ fn client_ids_are_trimmed_required_when_present_and_bounded() {
         assert!(matches!(
             create(&mut store, A, Action::CreateAgent, Some(bad), "x", &runs),
             Err(Error::Invalid {
-                field: "clientRequestId",
+                field: "client_request_id",
                 ..
             })
         ));
@@ -192,7 +192,7 @@ fn client_ids_are_trimmed_required_when_present_and_bounded() {
     assert!(matches!(
         store.idempotent_replay::<_, Created>(A, Action::MessageSession, " ", &"m"),
         Err(Error::Invalid {
-            field: "clientMessageId",
+            field: "client_message_id",
             ..
         })
     ));

@@ -181,7 +181,7 @@ fn chains_are_walked_from_their_origin() {
     assert!(matches!(
         store.record_continuation(A, &request(&s2, "c6"), &s2),
         Err(Error::Invalid {
-            field: "successorSessionId",
+            field: "successor_session_id",
             ..
         })
     ));
@@ -246,7 +246,7 @@ fn reason_limit_at_its_boundary() {
     assert!(matches!(
         continue_with_new_session(&mut store, &agent, &req),
         Err(Error::Invalid {
-            field: "toolCallId",
+            field: "tool_call_id",
             ..
         })
     ));

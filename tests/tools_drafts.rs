@@ -141,16 +141,16 @@ fn every_limit_at_its_boundary() {
     f.content_format = "f".repeat(MAX_FORMAT_BYTES);
     store.create_draft(A, None, &f).unwrap();
     f.content_format.push('f');
-    assert_invalid(store.create_draft(A, None, &f), "contentFormat");
+    assert_invalid(store.create_draft(A, None, &f), "content_format");
     f.content_format = " ".into();
-    assert_invalid(store.create_draft(A, None, &f), "contentFormat");
+    assert_invalid(store.create_draft(A, None, &f), "content_format");
     let mut f = fields(&"t".repeat(MAX_TITLE_BYTES));
     store.create_draft(A, None, &f).unwrap();
     f.title = Some("t".repeat(MAX_TITLE_BYTES + 1));
     assert_invalid(store.create_draft(A, None, &f), "title");
     let mut f = fields("x");
     f.edit_target = Some("".into());
-    assert_invalid(store.create_draft(A, None, &f), "editTarget");
-    assert_invalid(store.publish_draft(A, "any", "", "v1"), "publishedId");
+    assert_invalid(store.create_draft(A, None, &f), "edit_target");
+    assert_invalid(store.publish_draft(A, "any", "", "v1"), "published_id");
     assert_eq!(store.drafts(A).unwrap().len(), 2);
 }

@@ -446,11 +446,11 @@ fn every_limit_at_its_boundary() {
     store.create_mcp_server(A, "u1", &input(&url)).unwrap();
     assert_invalid(
         store.create_mcp_server(A, "u2", &input(&format!("{url}p"))),
-        "url",
+        "config.url",
     );
     assert_invalid(
         store.create_mcp_server(A, "u3", &input("ftp://a.example")),
-        "url",
+        "config.url",
     );
     // Header name: 128 bytes; plain value: 8 KiB.
     let header = "h".repeat(MAX_HEADER_NAME_BYTES);
@@ -461,14 +461,14 @@ fn every_limit_at_its_boundary() {
     )]));
     store.create_mcp_server(A, "h1", &i).unwrap();
     i.config.headers = Some(BTreeMap::from([(format!("{header}h"), "v".into())]));
-    assert_invalid(store.create_mcp_server(A, "h2", &i), "headers");
+    assert_invalid(store.create_mcp_server(A, "h2", &i), "config.headers");
     i.config.headers = Some(BTreeMap::from([(
         "x".into(),
         "v".repeat(MAX_HEADER_VALUE_BYTES + 1),
     )]));
-    assert_invalid(store.create_mcp_server(A, "h3", &i), "headers");
+    assert_invalid(store.create_mcp_server(A, "h3", &i), "config.headers");
     i.config.headers = Some(BTreeMap::from([("x".into(), "a\r\nInjected: 1".into())]));
-    assert_invalid(store.create_mcp_server(A, "h4", &i), "headers");
+    assert_invalid(store.create_mcp_server(A, "h4", &i), "config.headers");
     // Secret header value: the secrets module's 64 KiB.
     let max = seed_agents_store::secrets::MAX_VALUE_BYTES;
     store
@@ -484,12 +484,12 @@ fn every_limit_at_its_boundary() {
             "k2",
             &with_secret("https://a.example", "Auth", &"v".repeat(max + 1)),
         ),
-        "secretHeaders",
+        "secret_headers",
     );
     // The same header twice, case-insensitively.
     let mut i = with_secret("https://a.example", "Auth", "v");
     i.config.headers = Some(BTreeMap::from([("auth".into(), "plain".into())]));
-    assert_invalid(store.create_mcp_server(A, "d1", &i), "secretHeaders");
+    assert_invalid(store.create_mcp_server(A, "d1", &i), "secret_headers");
     assert!(store.secret(A, "mcp-k2-auth").unwrap().is_none());
     assert!(store.secret(A, "mcp-d1-auth").unwrap().is_none());
 

@@ -28,6 +28,7 @@ pub struct Builder {
     out_dir: Option<PathBuf>,
     runtime: String,
     writes: emit::rust::WriteHelpers,
+    serde_feature: Option<String>,
     emit_cargo_directives: bool,
     strict_docs: Option<bool>,
 }
@@ -51,6 +52,7 @@ impl Builder {
             out_dir: None,
             runtime: "crate::__private".into(),
             writes: emit::rust::WriteHelpers::Public,
+            serde_feature: None,
             emit_cargo_directives: true,
             strict_docs: None,
         }
@@ -74,6 +76,16 @@ impl Builder {
     /// that no other crate can write around them.
     pub fn write_helpers(mut self, writes: emit::rust::WriteHelpers) -> Self {
         self.writes = writes;
+        self
+    }
+
+    /// The cargo feature of the including crate that turns on serde support (default `None`: no
+    /// serde code). With `Some("serde")`, every `Row` derives `Serialize` and `Deserialize` and
+    /// every enum (de)serializes as its stored text, under `#[cfg(feature = "serde")]`; the
+    /// runtime path must then provide `serde` (see
+    /// [`Options::serde_feature`](emit::rust::Options::serde_feature)).
+    pub fn serde_feature(mut self, feature: Option<&str>) -> Self {
+        self.serde_feature = feature.map(str::to_owned);
         self
     }
 
@@ -123,7 +135,11 @@ impl Builder {
             }
         }
         let docs = emit::docs::render(&project);
-        let code = emit::rust::render(&project, &self.runtime, &docs, self.writes)?;
+        let options = emit::rust::Options {
+            writes: self.writes,
+            serde_feature: self.serde_feature.clone(),
+        };
+        let code = emit::rust::render(&project, &self.runtime, &docs, options)?;
         let dir = match &self.out_dir {
             Some(d) => d.clone(),
             None => std::env::var_os("OUT_DIR")

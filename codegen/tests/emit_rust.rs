@@ -4,7 +4,7 @@
 #![cfg(feature = "emit")]
 
 use quote::ToTokens;
-use seed_agents_codegen::emit::rust::{render, WriteHelpers, HEADER};
+use seed_agents_codegen::emit::rust::{render, Options, WriteHelpers, HEADER};
 use seed_agents_codegen::{Error, Project};
 use std::collections::BTreeMap;
 use std::fs;
@@ -543,4 +543,50 @@ fn write_helpers_can_be_kept_inside_the_including_crate() {
     for read in ["get", "list_by_account_id", "count_all"] {
         assert_eq!(visibility(&private, read), "pub", "{read}");
     }
+}
+
+#[test]
+fn serde_support_is_emitted_only_under_the_named_feature() {
+    let schema = "CREATE TABLE t (\n    id TEXT PRIMARY KEY,\n    fooBar TEXT,\n    -- @enum(a, b-c)\n    k TEXT NOT NULL\n) WITHOUT ROWID;\n";
+    let genesis =
+        "CREATE TABLE t (id TEXT PRIMARY KEY, fooBar TEXT, k TEXT NOT NULL) WITHOUT ROWID;\n";
+    let (_dir, project) = fixture(schema, genesis);
+    let plain = render(
+        &project,
+        "crate::rt",
+        &BTreeMap::new(),
+        WriteHelpers::Public,
+    )
+    .unwrap();
+    assert!(
+        !plain.contains("serde"),
+        "no serde code by default:\n{plain}"
+    );
+
+    let options = Options {
+        writes: WriteHelpers::Public,
+        serde_feature: Some("wire".into()),
+    };
+    let out = render(&project, "crate::rt", &BTreeMap::new(), options).unwrap();
+    let compact: String = out.split_whitespace().collect();
+    for fragment in [
+        // Rows derive through the runtime's serde, under the includer's feature.
+        r#"#[cfg_attr(feature="wire",derive(crate::rt::serde::Serialize,crate::rt::serde::Deserialize),serde(crate="crate::rt::serde"))]pubstructRow{"#,
+        // A field is named by its column: renamed only where the Rust name differs.
+        r#"#[cfg_attr(feature="wire",serde(rename="fooBar"))]pubfoo_bar:Option<String>,"#,
+        "pubk:K,",
+        // Enums are their stored text.
+        r#"#[cfg(feature="wire")]implcrate::rt::serde::SerializeforK{"#,
+        "serializer.serialize_str(self.as_str())",
+        r#"#[cfg(feature="wire")]impl<'de>crate::rt::serde::Deserialize<'de>forK{"#,
+        // Anything else is serde's unknown-variant error listing the stored texts.
+        "::unknown_variant(",
+        r#"&s,&["a","b-c"]"#,
+    ] {
+        assert!(
+            compact.contains(fragment),
+            "missing `{fragment}` in:\n{out}"
+        );
+    }
+    assert_eq!(compact.matches("serde(rename").count(), 1, "{out}");
 }

@@ -19,10 +19,10 @@ use crate::Store;
 /// account-owned write in this crate calls it first.
 ///
 /// # Errors
-/// [`Error::Invalid`] (field `accountId`) for an empty, padded or over-long id;
+/// [`Error::Invalid`] (field `account_id`) for an empty, padded or over-long id;
 /// [`Error::Sqlite`] otherwise.
 pub fn touch(conn: &Connection, account_id: &str, now: i64) -> Result<()> {
-    check_id("accountId", account_id)?;
+    check_id("account_id", account_id)?;
     query!(
         "INSERT INTO accounts (id, created_at, updated_at) VALUES (?1, ?2, ?2) \
          ON CONFLICT (id) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at)",
@@ -56,8 +56,8 @@ impl Store {
     /// what a verified capability delegation writes; `capability` carries its proof.
     ///
     /// # Errors
-    /// [`Error::Invalid`] for a bad `accountId` or `signerId`, or a capability with an empty
-    /// blob or CID; [`Error::Sqlite`] otherwise.
+    /// [`Error::Invalid`] for a bad `account_id` or `signer_id`, or a capability with an empty
+    /// blob or CID (`capability.blob`, `capability.cid`); [`Error::Sqlite`] otherwise.
     pub fn authorize_signer(
         &mut self,
         account_id: &str,
@@ -65,12 +65,12 @@ impl Store {
         role: Role,
         capability: Option<&Capability>,
     ) -> Result<account_authorizations::Row> {
-        check_id("signerId", signer_id)?;
+        check_id("signer_id", signer_id)?;
         if let Some(c) = capability {
             if c.blob.is_empty() {
-                return Err(invalid("capability", "must not be empty"));
+                return Err(invalid("capability.blob", "must not be empty"));
             }
-            check_id("capabilityCid", &c.cid)?;
+            check_id("capability.cid", &c.cid)?;
         }
         self.write(|tx, now| {
             touch(tx, account_id, now)?;

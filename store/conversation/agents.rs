@@ -20,7 +20,7 @@ use crate::cbor::Cbor;
 use crate::check::invalid;
 use crate::error::{Error, Result};
 use crate::ids;
-use crate::paging::{page_of, page_size, Cursor, Page};
+use crate::paging::{self, page_of, Cursor, Page};
 use crate::payload::AgentDefinition;
 use crate::query_as;
 use crate::schema::agent_collaborators::{self, Role, Status as InviteStatus};
@@ -81,7 +81,7 @@ fn check_state_dir(state_dir: &str) -> Result<()> {
     } else {
         return Ok(());
     };
-    Err(invalid("stateDir", reason))
+    Err(invalid("state_dir", reason))
 }
 
 fn agent_not_found(id: &str) -> Error {
@@ -127,7 +127,7 @@ impl Store {
     /// the tools of the MCP servers its definition lists, in the same transaction.
     ///
     /// # Errors
-    /// [`Error::Invalid`] (`stateDir`, `accountId`); [`Error::Sqlite`] or [`Error::Cbor`]
+    /// [`Error::Invalid`] (`state_dir`, `account_id`); [`Error::Sqlite`] or [`Error::Cbor`]
     /// otherwise.
     pub fn create_agent(&mut self, account_id: &str, new: &NewAgent) -> Result<Row> {
         self.write(|tx, now| {
@@ -149,14 +149,14 @@ impl Store {
     /// after `after`.
     ///
     /// # Errors
-    /// [`Error::Invalid`] (`pageSize`); [`Error::Sqlite`] otherwise.
+    /// [`Error::Invalid`] (`page_size`); [`Error::Sqlite`] otherwise.
     pub fn agents(
         &self,
         account_id: &str,
-        page_size_requested: Option<u32>,
+        page_size: Option<u32>,
         after: Option<&Cursor>,
     ) -> Result<Page<Row>> {
-        let size = page_size(page_size_requested)?;
+        let size = paging::page_size(page_size)?;
         // Two statements rather than one with `?2 IS NULL OR ...`: a plain range on the index
         // lets a deep page seek to its cursor instead of scanning from the top.
         let limit = i64::from(size) + 1;
@@ -246,7 +246,7 @@ impl Store {
     /// or, for a pending invitation that exists, its role changed.
     ///
     /// # Errors
-    /// [`Error::NotFound`] (`agent`); [`Error::Invalid`] (`accountId`) when the invitee is the
+    /// [`Error::NotFound`] (`agent`); [`Error::Invalid`] (`invitee`) when the invitee is the
     /// owner; [`Error::Conflict`] when the invitee already collaborates (use
     /// [`Store::set_collaborator_role`]); [`Error::Sqlite`] otherwise.
     pub fn invite_collaborator(
@@ -256,10 +256,10 @@ impl Store {
         invitee: &str,
         role: Role,
     ) -> Result<agent_collaborators::Row> {
-        ids::check_id("accountId", invitee)?;
+        ids::check_id("invitee", invitee)?;
         if invitee == owner_account {
             return Err(invalid(
-                "accountId",
+                "invitee",
                 "the owner cannot be invited to their own agent",
             ));
         }

@@ -219,7 +219,7 @@ impl Store {
     /// tell the two apart.
     ///
     /// # Errors
-    /// [`Error::Invalid`] (`afterSeq` negative, `limit` zero); [`Error::Sqlite`] otherwise.
+    /// [`Error::Invalid`] (`after_seq` negative, `limit` zero); [`Error::Sqlite`] otherwise.
     pub fn events_after(
         &self,
         account_id: &str,
@@ -228,7 +228,7 @@ impl Store {
         limit: Option<u32>,
     ) -> Result<Vec<Row>> {
         if after_seq < 0 {
-            return Err(invalid("afterSeq", "must not be negative"));
+            return Err(invalid("after_seq", "must not be negative"));
         }
         if limit == Some(0) {
             return Err(invalid("limit", "must be at least 1 when given"));

@@ -54,11 +54,12 @@ impl Action {
         }
     }
 
-    /// The request field that carries the client id.
+    /// The request field that carries the client id, by its Rust name (what an
+    /// [`Error::Invalid`] for a bad client id names).
     pub fn client_id_field(self) -> &'static str {
         match self {
-            Action::MessageSession => "clientMessageId",
-            _ => "clientRequestId",
+            Action::MessageSession => "client_message_id",
+            _ => "client_request_id",
         }
     }
 }
@@ -89,7 +90,7 @@ impl<R> Outcome<R> {
 /// Trims and checks a client id for `action`.
 ///
 /// # Errors
-/// [`Error::Invalid`] naming the action's field (`clientRequestId` or `clientMessageId`).
+/// [`Error::Invalid`] naming the action's field (`client_request_id` or `client_message_id`).
 pub fn client_id(action: Action, raw: &str) -> Result<&str> {
     let id = raw.trim();
     let reason = if id.is_empty() {

@@ -23,7 +23,7 @@ fn provider_name(name: &str) -> Result<&str> {
 
 /// Checks the configuration's type (it is also the `type` column).
 fn provider_type(config: &ModelProviderConfig) -> Result<()> {
-    crate::check::non_empty("config.type", &config.provider_type)
+    crate::check::non_empty("config.provider_type", &config.provider_type)
 }
 
 fn duplicate(name: &str) -> Error {
@@ -38,9 +38,9 @@ impl Store {
     /// Creates a provider named `name` (trimmed) in `account_id`.
     ///
     /// # Errors
-    /// [`Error::Invalid`] (`name`, `config.type`, `accountId`); [`Error::Conflict`] when the
-    /// account already has a provider with that name; [`Error::Sqlite`] or [`Error::Cbor`]
-    /// otherwise.
+    /// [`Error::Invalid`] (`name`, `config.provider_type`, `account_id`); [`Error::Conflict`]
+    /// when the account already has a provider with that name; [`Error::Sqlite`] or
+    /// [`Error::Cbor`] otherwise.
     pub fn create_provider(
         &mut self,
         account_id: &str,

@@ -209,7 +209,7 @@ impl Store {
     /// server key on first use (see the module doc).
     ///
     /// # Errors
-    /// [`Error::Invalid`] (`name`, `value`, `accountId`); as [`seal`] otherwise.
+    /// [`Error::Invalid`] (`name`, `value`, `account_id`); as [`seal`] otherwise.
     pub fn set_secret(
         &mut self,
         account_id: &str,

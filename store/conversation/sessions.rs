@@ -114,13 +114,13 @@ fn normalize_plan(
     if writer == PlanWriter::Model {
         if plan.settled_at.is_some() {
             return Err(invalid(
-                "plan.settledAt",
+                "plan.settled_at",
                 "is written by the runtime, never from model input",
             ));
         }
         if plan.steps.iter().any(|s| s.resolved_by.is_some()) {
             return Err(invalid(
-                "plan.steps.resolvedBy",
+                "plan.steps.resolved_by",
                 "is written by the runtime, never from model input",
             ));
         }
@@ -235,7 +235,7 @@ impl Store {
     /// A page of the agent's sessions, most recently updated first (`updated_at DESC, id DESC`).
     ///
     /// # Errors
-    /// [`Error::Invalid`] (`pageSize`); [`Error::Sqlite`] otherwise.
+    /// [`Error::Invalid`] (`page_size`); [`Error::Sqlite`] otherwise.
     pub fn sessions(
         &self,
         account_id: &str,
@@ -315,8 +315,8 @@ impl Store {
     /// Replaces (or with `None` clears) the session's plan, as written by `writer`.
     ///
     /// # Errors
-    /// [`Error::NotFound`] (`session`); [`Error::Invalid`] (`plan.settledAt`,
-    /// `plan.steps.resolvedBy` from the model; `plan.steps.id` empty or repeated);
+    /// [`Error::NotFound`] (`session`); [`Error::Invalid`] (`plan.settled_at`,
+    /// `plan.steps.resolved_by` from the model; `plan.steps.id` empty or repeated);
     /// [`Error::Sqlite`] or [`Error::Cbor`] otherwise.
     pub fn set_session_plan(
         &mut self,

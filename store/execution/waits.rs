@@ -320,7 +320,7 @@ impl Store {
         wait: &RunWaitEvent,
         criteria: &WaitMatch,
     ) -> Result<runs::Row> {
-        non_empty("wait_id", &wait.wait_id)?;
+        non_empty("wait.wait_id", &wait.wait_id)?;
         self.write(|tx, now| {
             let parked = park_in_tx(tx, claim, &RunWait::Event(wait.clone()), now)?;
             upsert_wait(tx, &parked, &wait.wait_id, criteria, wait.timeout_at, now)?;

@@ -51,10 +51,10 @@ pub struct Continued {
 }
 
 fn check(request: &ContinuationRequest) -> Result<()> {
-    ids::check_id("predecessorSessionId", &request.predecessor_session_id)?;
-    ids::check_id("toolCallId", &request.tool_call_id)?;
+    ids::check_id("predecessor_session_id", &request.predecessor_session_id)?;
+    ids::check_id("tool_call_id", &request.tool_call_id)?;
     if let Some(event) = &request.initiating_event_id {
-        ids::check_id("initiatingEventId", event)?;
+        ids::check_id("initiating_event_id", event)?;
     }
     if let Some(reason) = &request.reason {
         if reason.len() > MAX_REASON_BYTES {
@@ -87,11 +87,11 @@ impl Store {
     /// it starts the chain.
     ///
     /// # Errors
-    /// [`Error::Invalid`] (`predecessorSessionId`, `toolCallId`, `initiatingEventId`, `reason`,
-    /// `successorSessionId` when it is the predecessor); [`Error::NotFound`] (`session`) when the
-    /// predecessor or the successor is not a session of the account; [`Error::Conflict`]
-    /// (`session continuation`) when the successor already has edges; whatever `make_successor`
-    /// returns; [`Error::Sqlite`] otherwise.
+    /// [`Error::Invalid`] (`predecessor_session_id`, `tool_call_id`, `initiating_event_id`,
+    /// `reason`, `successor_session_id` when it is the predecessor); [`Error::NotFound`]
+    /// (`session`) when the predecessor or the successor is not a session of the account;
+    /// [`Error::Conflict`] (`session continuation`) when the successor already has edges;
+    /// whatever `make_successor` returns; [`Error::Sqlite`] otherwise.
     pub fn continue_session_with(
         &mut self,
         account_id: &str,
@@ -122,7 +122,7 @@ impl Store {
             let successor = make_successor(tx, now)?;
             if successor == predecessor {
                 return Err(invalid(
-                    "successorSessionId",
+                    "successor_session_id",
                     "a session cannot continue itself",
                 ));
             }

@@ -10,7 +10,7 @@
 use rusqlite::Connection;
 
 use crate::cbor::Cbor;
-use crate::check::{invalid, non_empty};
+use crate::check::{invalid, non_empty, non_empty_when_given};
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::payload::{DraftContent, DraftMetadata};
@@ -64,10 +64,10 @@ fn checked(
     fields: &DraftFields,
 ) -> Result<(Cbor<DraftContent>, Option<Cbor<DraftMetadata>>)> {
     let format = &fields.content_format;
-    non_empty("contentFormat", format)?;
+    non_empty("content_format", format)?;
     if format.len() > MAX_FORMAT_BYTES {
         return Err(invalid(
-            "contentFormat",
+            "content_format",
             format!(
                 "is {} bytes, more than the {MAX_FORMAT_BYTES} allowed",
                 format.len()
@@ -85,16 +85,10 @@ fn checked(
             ));
         }
     }
-    for (field, value) in [
-        ("editTarget", &fields.edit_target),
-        ("locationTarget", &fields.location_target),
-        ("pathName", &fields.path_name),
-        ("visibility", &fields.visibility),
-    ] {
-        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
-            return Err(invalid(field, "must not be empty when given"));
-        }
-    }
+    non_empty_when_given("edit_target", fields.edit_target.as_deref())?;
+    non_empty_when_given("location_target", fields.location_target.as_deref())?;
+    non_empty_when_given("path_name", fields.path_name.as_deref())?;
+    non_empty_when_given("visibility", fields.visibility.as_deref())?;
     if let Some(signer) = &fields.signer_secret_name {
         if secrets::get_by_name(conn, account_id, signer)?.is_none() {
             return Err(Error::NotFound {
@@ -113,8 +107,8 @@ impl Store {
     /// Creates a draft (status `draft`) in `account_id`, for the agent `agent_id` when given.
     ///
     /// # Errors
-    /// [`Error::Invalid`] naming the field (`contentFormat`, `title`, `editTarget`,
-    /// `locationTarget`, `pathName`, `visibility`, `accountId`); [`Error::NotFound`] (`agent`,
+    /// [`Error::Invalid`] naming the field (`content_format`, `title`, `edit_target`,
+    /// `location_target`, `path_name`, `visibility`, `account_id`); [`Error::NotFound`] (`agent`,
     /// `secret`) when the agent or the signing identity is not in the account;
     /// [`Error::Sqlite`] otherwise.
     pub fn create_draft(
@@ -201,7 +195,7 @@ impl Store {
     /// with the same id and version returns the published row unchanged.
     ///
     /// # Errors
-    /// [`Error::Invalid`] (`publishedId`, `publishedVersion`) for an empty value;
+    /// [`Error::Invalid`] (`published_id`, `published_version`) for an empty value;
     /// [`Error::NotFound`] (`draft`); [`Error::Conflict`] (`draft`) when it was published as
     /// something else; [`Error::Sqlite`] otherwise.
     pub fn publish_draft(
@@ -211,8 +205,8 @@ impl Store {
         published_id: &str,
         published_version: &str,
     ) -> Result<Row> {
-        non_empty("publishedId", published_id)?;
-        non_empty("publishedVersion", published_version)?;
+        non_empty("published_id", published_id)?;
+        non_empty("published_version", published_version)?;
         self.write(|tx, now| {
             let existing =
                 agent_drafts::get(tx, account_id, id)?.ok_or_else(|| draft_not_found(id))?;

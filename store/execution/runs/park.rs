@@ -35,7 +35,7 @@ impl Store {
         if let RunWait::Children(children) = wait {
             if children.tool_call_ids.is_empty() {
                 return Err(invalid(
-                    "wait.toolCallIds",
+                    "wait.tool_call_ids",
                     "a children wait needs at least one child",
                 ));
             }

@@ -51,7 +51,7 @@ pub fn validate_source(source: &AgentTriggerSource) -> Result<()> {
         }
         AgentTriggerSource::Schedule(schedule) => match &schedule.schedule {
             Schedule::Interval(interval) if interval.interval_ms == 0 => {
-                return Err(invalid("source.schedule.intervalMs", "must be positive"))
+                return Err(invalid("source.schedule.interval_ms", "must be positive"))
             }
             Schedule::Weekly(weekly)
                 if weekly.days.is_empty() || weekly.days.iter().any(|d| *d > 6) =>

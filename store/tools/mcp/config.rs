@@ -5,7 +5,7 @@
 //! plain headers, its secret references and the secret values given with it, and no header
 //! name or value can split or end the request header.
 
-use crate::check::invalid;
+use crate::check::{invalid, non_empty_when_given};
 use crate::error::{Error, Result};
 use crate::payload::McpServerConfig;
 
@@ -86,30 +86,24 @@ pub(super) fn checked_config(name: &str, input: &McpServerInput) -> Result<McpSe
     let config = &input.config;
     let url = &config.url;
     if !(url.starts_with("https://") || url.starts_with("http://")) || url.len() <= 8 {
-        return Err(invalid("url", "must be an http:// or https:// URL"));
+        return Err(invalid("config.url", "must be an http:// or https:// URL"));
     }
     if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(invalid(
-            "url",
+            "config.url",
             "must not contain whitespace or control characters",
         ));
     }
     if url.len() > MAX_URL_BYTES {
         return Err(invalid(
-            "url",
+            "config.url",
             format!(
                 "is {} bytes, more than the {MAX_URL_BYTES} allowed",
                 url.len()
             ),
         ));
     }
-    if config
-        .transport
-        .as_deref()
-        .is_some_and(|t| t.trim().is_empty())
-    {
-        return Err(invalid("transport", "must not be empty when given"));
-    }
+    non_empty_when_given("config.transport", config.transport.as_deref())?;
     // Every header appears once, case-insensitively, across the three places it can be set.
     let mut seen: Vec<String> = Vec::new();
     let mut once = |field: &'static str, header: &str| -> Result<()> {
@@ -124,9 +118,9 @@ pub(super) fn checked_config(name: &str, input: &McpServerInput) -> Result<McpSe
         Ok(())
     };
     for (header, value) in config.headers.iter().flatten() {
-        check_header_name("headers", header)?;
-        check_header_value("headers", header, value, MAX_HEADER_VALUE_BYTES)?;
-        once("headers", header)?;
+        check_header_name("config.headers", header)?;
+        check_header_value("config.headers", header, value, MAX_HEADER_VALUE_BYTES)?;
+        once("config.headers", header)?;
     }
     let mut refs = config.secret_refs.clone().unwrap_or_default();
     // A new value replaces the reference of its header, whatever case the reference used.
@@ -134,22 +128,24 @@ pub(super) fn checked_config(name: &str, input: &McpServerInput) -> Result<McpSe
         refs.retain(|h, _| !h.eq_ignore_ascii_case(header));
     }
     for (header, secret) in &refs {
-        check_header_name("secretRefs", header)?;
+        check_header_name("config.secret_refs", header)?;
         crate::secrets::secret_name(secret).map_err(|e| match e {
-            Error::Invalid { reason, .. } => invalid("secretRefs", format!("{header:?}: {reason}")),
+            Error::Invalid { reason, .. } => {
+                invalid("config.secret_refs", format!("{header:?}: {reason}"))
+            }
             other => other,
         })?;
-        once("secretRefs", header)?;
+        once("config.secret_refs", header)?;
     }
     for (header, value) in &input.secret_headers {
-        check_header_name("secretHeaders", header)?;
+        check_header_name("secret_headers", header)?;
         check_header_value(
-            "secretHeaders",
+            "secret_headers",
             header,
             value,
             crate::secrets::MAX_VALUE_BYTES,
         )?;
-        once("secretHeaders", header)?;
+        once("secret_headers", header)?;
         refs.insert(header.clone(), owned_secret_name(name, header));
     }
     Ok(McpServerConfig {

@@ -36,9 +36,10 @@ impl Store {
     /// storing its secret header values as owned secrets.
     ///
     /// # Errors
-    /// [`Error::Invalid`] naming the field (`name`, `url`, `transport`, `headers`, `secretRefs`,
-    /// `secretHeaders`, `accountId`); [`Error::Conflict`] (`MCP server`) when the account has a
-    /// server of that name; [`Error::Sqlite`] otherwise.
+    /// [`Error::Invalid`] naming the field (`name`, `config.url`, `config.transport`,
+    /// `config.headers`, `config.secret_refs`, `secret_headers`, `account_id`);
+    /// [`Error::Conflict`] (`MCP server`) when the account has a server of that name;
+    /// [`Error::Sqlite`] otherwise.
     pub fn create_mcp_server(
         &mut self,
         account_id: &str,

@@ -11,14 +11,16 @@
 //! `crate::__private`), which must provide `Error` (variants `Sqlite`, `UnknownEnumValue`,
 //! `InvalidBool`, `Invalid`), `Result<T>`, `Cbor<T>`, `EmbeddedMigration`, the traits `FromRow`,
 //! `FromColumn` and `BindsTo`, a module `payload` holding every `@cbor(Type)` payload type, and
-//! the crates `rusqlite` and `sea_query`. The path must be absolute (`crate::...` or `::...`): it is
-//! used from inside the per-table modules. The output has no inner attributes; the includer puts
-//! the `#[allow(...)]` generated code needs on the including module.
+//! the crates `rusqlite` and `sea_query`, and, when [`Options::serde_feature`] is set, the crate
+//! `serde` (named only under that feature's `cfg`). The path must be absolute (`crate::...` or
+//! `::...`): it is used from inside the per-table modules. The output has no inner attributes;
+//! the includer puts the `#[allow(...)]` generated code needs on the including module.
 //!
 //! Output is a pure function of the project: maps are ordered, so the same input gives the same
 //! bytes.
 
 mod helpers;
+mod serde_feature;
 mod table;
 mod text;
 
@@ -47,11 +49,35 @@ pub enum WriteHelpers {
     Crate,
 }
 
+/// What [`render`] emits beyond the schema's own items.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Who may call the write helpers.
+    pub writes: WriteHelpers,
+    /// The cargo feature of the including crate under which rows derive serde's `Serialize` and
+    /// `Deserialize` and enums (de)serialize as their stored text; `None` (the default) emits no
+    /// serde code. The generator knows no runtime, so it names the feature the includer declares
+    /// rather than deciding whether serde is wanted.
+    pub serde_feature: Option<String>,
+}
+
+/// Only the write helpers' visibility, so `render(.., WriteHelpers::Crate)` keeps reading as it
+/// did before there were other options.
+impl From<WriteHelpers> for Options {
+    fn from(writes: WriteHelpers) -> Self {
+        Options {
+            writes,
+            ..Options::default()
+        }
+    }
+}
+
 /// The generated module's source text: [`HEADER`], then the pretty-printed items.
 ///
 /// `runtime` is the Rust path (e.g. `crate::__private`) through which generated code reaches
 /// every runtime item; `docs` are the per-table Markdown pages (file name to text) embedded as
-/// `DOCS`; `writes` is the visibility of the write helpers.
+/// `DOCS`; `options` are the write helpers' visibility and the serde feature ([`Options`], or
+/// just a [`WriteHelpers`]).
 ///
 /// # Errors
 /// [`Error::Emit`] when `runtime` is not a Rust path or the generated tokens do not parse (an
@@ -61,12 +87,12 @@ pub fn render(
     project: &Project,
     runtime: &str,
     docs: &BTreeMap<String, String>,
-    writes: WriteHelpers,
+    options: impl Into<Options>,
 ) -> Result<String> {
     let rt: syn::Path = syn::parse_str(runtime).map_err(|e| Error::Emit {
         message: format!("the runtime path `{runtime}` is not a Rust path: {e}"),
     })?;
-    let tokens = module(project, &rt, docs, writes)?;
+    let tokens = module(project, &rt, docs, &options.into())?;
     let file: syn::File = syn::parse2(tokens).map_err(|e| Error::Emit {
         message: e.to_string(),
     })?;
@@ -78,7 +104,7 @@ fn module(
     project: &Project,
     rt: &syn::Path,
     docs: &BTreeMap<String, String>,
-    writes: WriteHelpers,
+    options: &Options,
 ) -> Result<TokenStream> {
     let version = Literal::u32_unsuffixed(project.latest_version());
     let schema_sql = text_literal(&project.schema_sql);
@@ -105,7 +131,15 @@ fn module(
     let mut tables = Vec::new();
     for table in project.fresh.tables.values() {
         let t = TypedTable::new(&project.annotations, &project.schema_path, table)?;
-        tables.push(TableGen { rt, t, writes }.module());
+        tables.push(
+            TableGen {
+                rt,
+                t,
+                writes: options.writes,
+                serde: options.serde_feature.as_deref(),
+            }
+            .module(),
+        );
     }
     Ok(quote! {
         /// The schema version this build creates and migrates to: the number of the last migration.

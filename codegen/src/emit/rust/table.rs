@@ -9,12 +9,13 @@ use crate::typing::{TypedColumn, TypedTable};
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
-/// A typed table, the runtime path its items are rendered against, and the visibility of its
-/// write helpers.
+/// A typed table, the runtime path its items are rendered against, the visibility of its write
+/// helpers and the cargo feature that gates its serde impls.
 pub(super) struct TableGen<'a> {
     pub(super) rt: &'a syn::Path,
     pub(super) t: TypedTable<'a>,
     pub(super) writes: WriteHelpers,
+    pub(super) serde: Option<&'a str>,
 }
 
 impl TableGen<'_> {
@@ -110,6 +111,7 @@ impl TableGen<'_> {
             doc.push(String::new());
             doc.push(escape_doc(c.doc));
         }
+        doc.extend(self.enum_serde_doc());
         let doc = doc_attrs(&doc);
         let variants = pairs.iter().map(|(value, variant)| {
             let doc = doc_attrs(&[format!("Stored as {}.", code_span(value))]);
@@ -129,6 +131,8 @@ impl TableGen<'_> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        let values: Vec<&str> = pairs.iter().map(|(value, _)| value.as_str()).collect();
+        let serde_impls = self.enum_serde_impls(name, &values);
         Some(quote! {
             #doc
             #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -200,6 +204,8 @@ impl TableGen<'_> {
 
             impl #rt::BindsTo<#name> for #name {}
             impl #rt::BindsTo<Option<#name>> for #name {}
+
+            #serde_impls
         })
     }
 
@@ -215,14 +221,19 @@ impl TableGen<'_> {
             let doc = doc_attrs(&doc);
             let field = &c.field;
             let ty = self.t.field_type(c, self.rt);
-            quote! { #doc pub #field: #ty }
+            let serde = self.field_serde_attrs(c);
+            quote! { #doc #serde pub #field: #ty }
         });
-        let doc = doc_attrs(&[format!(
+        let mut doc = vec![format!(
             "One row of `{name}`, with one field per column in declaration order."
-        )]);
+        )];
+        doc.extend(self.row_serde_doc());
+        let doc = doc_attrs(&doc);
+        let serde = self.row_serde_attrs();
         quote! {
             #doc
             #[derive(Debug, Clone, PartialEq)]
+            #serde
             pub struct Row {
                 #(#fields,)*
             }
