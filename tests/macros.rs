@@ -224,3 +224,20 @@ fn casts_are_read_from_the_outer_select_of_a_with_statement() {
     let total: Option<i64> = row.total;
     assert_eq!(total, Some(2));
 }
+
+#[test]
+fn each_argument_is_evaluated_once() {
+    let (_d, store, _raw) = store();
+    let mut evaluated = 0;
+    let row = query!("SELECT id FROM runs WHERE id = ?1", {
+        evaluated += 1;
+        "r1"
+    })
+    .fetch_one(store.conn())
+    .unwrap();
+    assert_eq!(row.id, "r1");
+    assert_eq!(
+        evaluated, 1,
+        "the type checks must not evaluate the argument"
+    );
+}

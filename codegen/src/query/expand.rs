@@ -81,7 +81,13 @@ impl Checker {
         let params = args
             .iter()
             .map(|a| quote_spanned!(a.span()=> &(#a) as &dyn #rt::rusqlite::ToSql));
-        Ok((quote!(#(#checks)*), quote!(&[#(#params),*])))
+        // Type-checked, never run: each argument is evaluated once, where it is bound.
+        let checks = if checks.is_empty() {
+            TokenStream::new()
+        } else {
+            quote!(if false { #(#checks)* })
+        };
+        Ok((checks, quote!(&[#(#params),*])))
     }
 
     /// `query!("SQL", args...)`: a [`Query`] whose rows are an anonymous record typed from the
