@@ -25,10 +25,7 @@ impl Checker {
             }
         }
         let ty = match c.cast {
-            Some(Affinity::Integer) => quote!(i64),
-            Some(Affinity::Text) => quote!(String),
-            Some(Affinity::Blob) => quote!(Vec<u8>),
-            Some(Affinity::Real | Affinity::Numeric) => quote!(f64),
+            Some(affinity) => affinity_type(affinity),
             None => quote!(#rt::rusqlite::types::Value),
         };
         Ok((quote!(Option<#ty>), false))
@@ -66,10 +63,12 @@ impl Checker {
             ));
         }
         let mut checks = Vec::new();
+        let mut refused: Option<syn::Error> = None;
         for (i, arg) in args.iter().enumerate() {
-            if let Some((t, c)) = d.bindings.get(&(i + 1)) {
+            let n = i + 1;
+            for (t, c) in d.bindings.get(&n).into_iter().flatten() {
                 if let Some((ty, not_null)) = self.column_type(t, c)? {
-                    let ty = if not_null && d.nullable.contains(&(i + 1)) {
+                    let ty = if not_null && d.nullable.contains(&n) {
                         quote!(Option<#ty>)
                     } else {
                         ty
@@ -77,6 +76,32 @@ impl Checker {
                     checks.push(quote_spanned!(arg.span()=> #rt::bind_check::<#ty, _>(&(#arg));));
                 }
             }
+            if let Some(affinity) = d.casts.get(&n) {
+                let ty = affinity_type(*affinity);
+                checks.push(quote_spanned!(arg.span()=> #rt::cast_check::<#ty, _>(&(#arg));));
+            }
+            if let Some(u) = d.unknowable.get(&n) {
+                let e = syn::Error::new(
+                    arg.span(),
+                    format!(
+                        "the type of this argument cannot be checked: parameter `{p}` is compared \
+                         with `{c}`, a column of `{s}`, a CTE, subquery or table function whose \
+                         column types the macro does not know; compare `{p}` with a column of a \
+                         schema.sql table, or give it a type with `CAST({p} AS INTEGER)` (or \
+                         TEXT, REAL, BLOB)",
+                        p = u.param,
+                        c = u.column,
+                        s = u.source
+                    ),
+                );
+                match &mut refused {
+                    Some(all) => all.combine(e),
+                    None => refused = Some(e),
+                }
+            }
+        }
+        if let Some(e) = refused {
+            return Err(e);
         }
         let params = args
             .iter()
@@ -309,5 +334,15 @@ impl Checker {
                 }
             }
         })
+    }
+}
+
+/// The Rust type of a `CAST(.. AS type)`.
+fn affinity_type(affinity: Affinity) -> TokenStream {
+    match affinity {
+        Affinity::Integer => quote!(i64),
+        Affinity::Text => quote!(String),
+        Affinity::Blob => quote!(Vec<u8>),
+        Affinity::Real | Affinity::Numeric => quote!(f64),
     }
 }

@@ -3,18 +3,21 @@
 //!
 //! Each statement is prepared on an in-memory database built from schema.sql, so SQLite itself
 //! reports unknown tables, unknown columns and syntax errors. Result columns that come straight
-//! from a table column take that column's generated type; arguments are checked against the column
-//! they bind to where the statement shows it (`col = ?`, `? = col`, `col IN (?, ..)`,
-//! `INSERT INTO t (cols) VALUES (?, ..)`).
+//! from a table column take that column's generated type. Arguments are checked against the
+//! column they bind to where the statement shows it (compared with, assigned to or inserted into
+//! a column), or the type a `CAST(? AS type)` gives them.
 //!
 //! The work is split as sqlx-macros-core splits it: `input` parses the macro arguments,
-//! `describe` asks SQLite about a statement and reads what its text shows about parameters,
-//! and `expand` turns both into checked Rust.
+//! `describe` asks SQLite about a statement, `bindings` (over `scopes`) reads what its text shows
+//! about parameters, and `expand` turns both into checked Rust.
 
+mod bindings;
 mod describe;
 mod expand;
 mod input;
+mod scopes;
 
+pub use bindings::Unknowable;
 pub use describe::{Described, ResultColumn};
 
 use crate::project::execute_file;
