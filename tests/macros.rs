@@ -330,6 +330,85 @@ fn a_cast_gives_a_parameter_its_type() {
     assert_eq!(rows, ["r1", "r2"]);
 }
 
+#[derive(Debug, PartialEq)]
+struct Titled {
+    id: String,
+    title: String,
+}
+
+#[test]
+fn aliases_override_nullability() {
+    let (_d, store, _raw) = store();
+    let c = store.conn();
+    // `!`: never NULL, so not an `Option`; the field is named without the suffix.
+    let n: i64 = query!(r#"SELECT CAST(count(*) AS INTEGER) AS "n!" FROM runs"#)
+        .fetch_one(c)
+        .unwrap()
+        .n;
+    assert_eq!(n, 2);
+    // `?`: may be NULL, so an `Option`, even of a NOT NULL column.
+    let row = query!(
+        r#"SELECT id AS "id?", title AS "title!" FROM runs WHERE id = ?1"#,
+        "r1"
+    )
+    .fetch_one(c)
+    .unwrap();
+    let (id, title): (Option<String>, String) = (row.id, row.title);
+    assert_eq!((id.as_deref(), title.as_str()), (Some("r1"), "one"));
+    // A column under a LEFT JOIN that the statement knows is there.
+    let joined = query!(
+        r#"SELECT r.id AS "id!", a.created_at AS "account_created!" FROM runs r
+           LEFT JOIN accounts a ON a.id = r.account_id WHERE r.id = ?1"#,
+        "r2"
+    )
+    .fetch_one(c)
+    .unwrap();
+    let (id, _created): (String, i64) = (joined.id, joined.account_created);
+    assert_eq!(id, "r2");
+    // query_as! matches the field by the name without the suffix, of the overridden type.
+    let titled = query_as!(
+        Titled,
+        r#"SELECT id, title AS "title!" FROM runs WHERE id = ?1"#,
+        "r1"
+    )
+    .fetch_one(c)
+    .unwrap();
+    assert_eq!(
+        titled,
+        Titled {
+            id: "r1".into(),
+            title: "one".into()
+        }
+    );
+}
+
+#[test]
+fn a_null_read_through_a_non_null_alias_is_a_typed_error() {
+    let (_d, store, _raw) = store();
+    let c = store.conn();
+    let is_null_error = |err: &Error| {
+        matches!(
+            err,
+            Error::Sqlite(rusqlite::Error::InvalidColumnType(0, name, rusqlite::types::Type::Null))
+                if name == "title!"
+        )
+    };
+    let Err(err) = query!(r#"SELECT title AS "title!" FROM runs WHERE id = ?1"#, "r2").fetch_one(c)
+    else {
+        panic!("r2 has no title: reading it as never NULL must fail");
+    };
+    assert!(is_null_error(&err), "{err}");
+    let Err(err) = query_as!(
+        Titled,
+        r#"SELECT title AS "title!", id FROM runs WHERE id = ?1"#,
+        "r2"
+    )
+    .fetch_one(c) else {
+        panic!("r2 has no title: reading it as never NULL must fail");
+    };
+    assert!(is_null_error(&err), "{err}");
+}
+
 #[test]
 fn each_argument_is_evaluated_once() {
     let (_d, store, _raw) = store();
