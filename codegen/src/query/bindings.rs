@@ -500,7 +500,12 @@ impl Reader<'_, '_, '_> {
             ) else {
                 continue;
             };
-            let ty: Vec<&str> = tokens[k + 4..close].iter().map(|t| t.text).collect();
+            let ty: Vec<&str> = tokens
+                .get(k + 4..close)
+                .unwrap_or_default()
+                .iter()
+                .map(|t| t.text)
+                .collect();
             let affinity = Affinity::of(&ty.join(" "));
             if affinity != Affinity::Numeric {
                 self.out.casts.entry(idx).or_insert(affinity);
