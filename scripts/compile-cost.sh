@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Compile cost of the checked-SQL macros: two generated crates with the same 200 statements, one
 # through `query!`, one through plain rusqlite. Dependencies are built once; each crate's own
-# rebuild (after touching its source) is timed nine times and the median reported.
+# rebuild (after touching its source) is timed nine times and the median reported. A
+# CARGO_TARGET_DIR already set is used (the dependencies are then shared with other builds).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$root/target/compile-cost"
 n="${1:-200}"
-export CARGO_TARGET_DIR="$work/target"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$work/target}"
 rm -rf "$work/checked" "$work/plain"
 
 for kind in checked plain; do

@@ -213,6 +213,7 @@ macro_rules! binds {
         $(
             impl BindsTo<$column> for $arg {}
             impl BindsTo<Option<$column>> for $arg {}
+            impl CastsTo<$column> for $arg {}
         )*
     };
 }
@@ -227,6 +228,23 @@ impl<T> BindsTo<Option<crate::cbor::Cbor<T>>> for crate::cbor::Cbor<T> {}
 /// Compile-time check that `arg` can be bound to a column of type `C`.
 #[doc(hidden)]
 pub fn bind_check<C: ?Sized, U: BindsTo<C> + ?Sized>(_arg: &U) {}
+
+/// "An argument of this type can be bound where the statement casts its parameter to `C`"
+/// (`CAST(? AS INTEGER)` is `i64`): the arguments a column of type `C` takes, or `None`, since
+/// a cast of NULL is NULL.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be bound where the statement casts its parameter to `{C}`",
+    label = "the statement casts this argument's parameter to `{C}`"
+)]
+pub trait CastsTo<C: ?Sized> {}
+
+impl<C: ?Sized, U: CastsTo<C> + ?Sized> CastsTo<C> for &U {}
+
+impl<C, U: CastsTo<C>> CastsTo<C> for Option<U> {}
+
+/// Compile-time check that `arg` can be bound where the statement casts it to `C`.
+#[doc(hidden)]
+pub fn cast_check<C: ?Sized, U: CastsTo<C> + ?Sized>(_arg: &U) {}
 
 /// "A field of this type can hold a column typed `C`": the same type, or `Option` of it.
 #[diagnostic::on_unimplemented(

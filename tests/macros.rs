@@ -224,3 +224,208 @@ fn casts_are_read_from_the_outer_select_of_a_with_statement() {
     let total: Option<i64> = row.total;
     assert_eq!(total, Some(2));
 }
+
+/// The ids a checked query returns, in its order.
+macro_rules! ids {
+    ($query:expr, $conn:expr) => {
+        $query
+            .fetch_all($conn)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect::<Vec<String>>()
+    };
+}
+
+#[test]
+fn parameters_bind_to_the_column_in_every_comparison_form() {
+    // The same forms with an argument of the wrong type are in tests/ui/fail/argument_*.rs.
+    let (_d, store, raw) = store();
+    query!("UPDATE runs SET attempt = ?1 WHERE id = ?2", 3, "r2")
+        .execute(&raw)
+        .unwrap();
+    let c = store.conn();
+    let between = ids!(
+        query!("SELECT id FROM runs WHERE attempt BETWEEN ?1 AND ?2", 1, 5),
+        c
+    );
+    assert_eq!(between, ["r2"]);
+    let not_between = ids!(
+        query!(
+            "SELECT id FROM runs WHERE attempt NOT BETWEEN ?1 AND ?2",
+            1,
+            5
+        ),
+        c
+    );
+    assert_eq!(not_between, ["r1"]);
+    let left = ids!(query!("SELECT id FROM runs WHERE ?1 < attempt", 0), c);
+    assert_eq!(left, ["r2"]);
+    let left_eq = ids!(query!("SELECT id FROM runs WHERE ?1 = id", "r1"), c);
+    assert_eq!(left_eq, ["r1"]);
+    let left_qualified = ids!(
+        query!("SELECT r.id FROM runs AS r WHERE ?1 >= r.attempt", 0),
+        c
+    );
+    assert_eq!(left_qualified, ["r1"]);
+    let parenthesized = ids!(query!("SELECT id FROM runs WHERE (id) = ?1", "r2"), c);
+    assert_eq!(parenthesized, ["r2"]);
+    let parenthesized_qualified = ids!(
+        query!("SELECT r.id FROM runs r WHERE (r.attempt) < ?1", 1),
+        c
+    );
+    assert_eq!(parenthesized_qualified, ["r1"]);
+    let in_list = ids!(
+        query!(
+            "SELECT id FROM runs WHERE id IN (?1, ?2) ORDER BY id",
+            "r1",
+            "zz"
+        ),
+        c
+    );
+    assert_eq!(in_list, ["r1"]);
+    let like = ids!(query!("SELECT id FROM runs WHERE title LIKE ?1", "o%"), c);
+    assert_eq!(like, ["r1"]);
+    let not_like = ids!(
+        query!(
+            "SELECT r.id FROM runs r WHERE r.title NOT LIKE ?1 OR r.title IS NULL ORDER BY r.id",
+            "o%"
+        ),
+        c
+    );
+    assert_eq!(not_like, ["r2"]);
+    let row_value = ids!(
+        query!(
+            "SELECT id FROM runs WHERE (created_at, id) < (?1, ?2)",
+            T,
+            "r2"
+        ),
+        c
+    );
+    assert_eq!(row_value, ["r1"]);
+    // A subquery's columns resolve in the subquery first, then outward.
+    let correlated = ids!(
+        query!(
+            "SELECT id FROM runs r WHERE EXISTS \
+             (SELECT 1 FROM accounts WHERE accounts.id = r.account_id AND created_at > ?1)",
+            0
+        ),
+        c
+    );
+    assert_eq!(correlated.len(), 2);
+}
+
+#[test]
+fn a_cast_gives_a_parameter_its_type() {
+    let (_d, store, _raw) = store();
+    // A CTE's column has no type the macros know; the CAST states the parameter's.
+    let rows = ids!(
+        query!(
+            "WITH t AS (SELECT id, attempt FROM runs) \
+             SELECT id FROM t WHERE t.attempt < CAST(?1 AS INTEGER) ORDER BY id",
+            1
+        ),
+        store.conn()
+    );
+    assert_eq!(rows, ["r1", "r2"]);
+}
+
+#[derive(Debug, PartialEq)]
+struct Titled {
+    id: String,
+    title: String,
+}
+
+#[test]
+fn aliases_override_nullability() {
+    let (_d, store, _raw) = store();
+    let c = store.conn();
+    // `!`: never NULL, so not an `Option`; the field is named without the suffix.
+    let n: i64 = query!(r#"SELECT CAST(count(*) AS INTEGER) AS "n!" FROM runs"#)
+        .fetch_one(c)
+        .unwrap()
+        .n;
+    assert_eq!(n, 2);
+    // `?`: may be NULL, so an `Option`, even of a NOT NULL column.
+    let row = query!(
+        r#"SELECT id AS "id?", title AS "title!" FROM runs WHERE id = ?1"#,
+        "r1"
+    )
+    .fetch_one(c)
+    .unwrap();
+    let (id, title): (Option<String>, String) = (row.id, row.title);
+    assert_eq!((id.as_deref(), title.as_str()), (Some("r1"), "one"));
+    // A column under a LEFT JOIN that the statement knows is there.
+    let joined = query!(
+        r#"SELECT r.id AS "id!", a.created_at AS "account_created!" FROM runs r
+           LEFT JOIN accounts a ON a.id = r.account_id WHERE r.id = ?1"#,
+        "r2"
+    )
+    .fetch_one(c)
+    .unwrap();
+    let (id, _created): (String, i64) = (joined.id, joined.account_created);
+    assert_eq!(id, "r2");
+    // query_as! matches the field by the name without the suffix, of the overridden type.
+    let titled = query_as!(
+        Titled,
+        r#"SELECT id, title AS "title!" FROM runs WHERE id = ?1"#,
+        "r1"
+    )
+    .fetch_one(c)
+    .unwrap();
+    assert_eq!(
+        titled,
+        Titled {
+            id: "r1".into(),
+            title: "one".into()
+        }
+    );
+}
+
+#[test]
+fn a_null_read_through_a_non_null_alias_is_a_typed_error() {
+    let (_d, store, _raw) = store();
+    let c = store.conn();
+    let is_null_error = |err: &Error| {
+        matches!(
+            err,
+            Error::Sqlite(rusqlite::Error::InvalidColumnType(0, name, rusqlite::types::Type::Null))
+                if name == "title!"
+        )
+    };
+    let Err(err) = query!(r#"SELECT title AS "title!" FROM runs WHERE id = ?1"#, "r2").fetch_one(c)
+    else {
+        panic!("r2 has no title: reading it as never NULL must fail");
+    };
+    assert!(is_null_error(&err), "{err}");
+    let Err(err) = query_as!(
+        Titled,
+        r#"SELECT title AS "title!", id FROM runs WHERE id = ?1"#,
+        "r2"
+    )
+    .fetch_one(c) else {
+        panic!("r2 has no title: reading it as never NULL must fail");
+    };
+    assert!(is_null_error(&err), "{err}");
+}
+
+#[test]
+fn each_argument_is_evaluated_once() {
+    let (_d, store, _raw) = store();
+    let mut evaluated = 0;
+    let rows = ids!(
+        query!(
+            "SELECT id FROM runs WHERE id = ?1 AND CAST(?1 AS TEXT) = id",
+            {
+                evaluated += 1;
+                "r1"
+            }
+        ),
+        store.conn()
+    );
+    assert_eq!(rows, ["r1"]);
+    assert_eq!(
+        evaluated, 1,
+        "the type checks must not evaluate the argument"
+    );
+}

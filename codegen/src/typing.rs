@@ -210,8 +210,8 @@ impl<'a> TypedTable<'a> {
     }
 }
 
-/// The Rust type of every column of `baseline` (with `Option` when it is nullable) and whether
-/// it is NOT NULL, keyed by (table, column). Runtime types are named through `runtime` and
+/// The Rust type of every column of `baseline` (without the `Option` of a nullable one) and
+/// whether it is NOT NULL, keyed by (table, column). Runtime types are named through `runtime` and
 /// generated enums through `schema` (the path of the generated module), so the query macros name
 /// exactly the types the row structs use.
 ///
@@ -231,12 +231,7 @@ pub(crate) fn column_types(
                 Some((enum_name, _)) => quote!(#schema::#module::#enum_name),
                 None => typed.base_type(c, runtime),
             };
-            let ty = if c.col.not_null {
-                base
-            } else {
-                quote!(Option<#base>)
-            };
-            out.insert((name.clone(), c.col.name.clone()), (ty, c.col.not_null));
+            out.insert((name.clone(), c.col.name.clone()), (base, c.col.not_null));
         }
     }
     Ok(out)

@@ -38,13 +38,70 @@ fn expand(
 
 /// `query!("SQL", args...)`: a statement checked against schema.sql whose rows are a record typed
 /// from the schema. Run it with `.fetch_all(conn)`, `.fetch_optional(conn)`, `.fetch_one(conn)` or
-/// `.execute(conn)`.
+/// `.execute(conn)`. (The README's section on checked SQL runs these examples as doctests; a
+/// proc-macro crate cannot.)
+///
+/// # Arguments
+///
+/// Each argument is checked against the column its parameter binds to: one it is compared with,
+/// on either side and in parentheses or not (`=`, `<>`, `<`, `>=`, ..., `[NOT] BETWEEN .. AND ..`,
+/// `[NOT] IN (..)`, `[NOT] LIKE`, `IS`, row values), assigned to (`SET col = ?`) or inserted into
+/// (`INSERT INTO t (cols) VALUES (..)` or `SELECT ..`). A column name resolves in its own subquery
+/// first, then outward. `CAST(? AS INTEGER)` (or `TEXT`, `REAL`, `BLOB`) checks the argument
+/// against the cast's type.
+///
+/// ```ignore
+/// // `attempt` and `depth` are INTEGER: 1, 5 and 0 must be integers; `id` is TEXT.
+/// query!("SELECT id FROM runs WHERE attempt BETWEEN ?1 AND ?2 AND ?3 <= depth", 1, 5, 0)
+/// query!("SELECT r.id FROM runs r WHERE (r.id) = ?1 OR r.id IN (?2, ?3)", "a", "b", "c")
+/// query!("SELECT id FROM runs WHERE title LIKE ?1", "fix%")
+/// // A parameter tested for NULL may be `None`.
+/// query!("SELECT id FROM runs WHERE ?1 IS NULL OR session_id = ?1", None::<&str>)
+/// // A CTE's column has no type the macro knows: without the CAST this is refused.
+/// query!(
+///     "WITH t AS (SELECT id, attempt FROM runs) SELECT id FROM t WHERE t.attempt > CAST(?1 AS INTEGER)",
+///     3
+/// )
+/// ```
+///
+/// A parameter compared with a column of a CTE or subquery is refused unless it is cast ("the type
+/// of this argument cannot be checked: parameter `?1` is compared with `t.attempt`, a column of
+/// `t`, ..."); one inside a larger expression (`lower(col) = ?`, `col + ? > 3`, `LIMIT ?`) is not
+/// checked.
+///
+/// # Nullability overrides
+///
+/// A result column from a table column has its type (`Option` when it is nullable or under an
+/// outer join); an expression is `Option` of its CAST's type, or `Option<Value>`. A quoted alias
+/// ending in `!` makes the column never NULL (not an `Option`; a NULL read through it is the
+/// store's `Error::Sqlite(InvalidColumnType)`), one ending in `?` makes it an `Option`. The field
+/// is named without the suffix. `!` on an expression needs a CAST to give it a type.
+///
+/// ```ignore
+/// let n: i64 = query!(r#"SELECT CAST(count(*) AS INTEGER) AS "n!" FROM runs"#).fetch_one(conn)?.n;
+/// let row = query!(
+///     r#"SELECT r.id AS "id!", s.title AS "title?" FROM runs r
+///        LEFT JOIN sessions s ON s.id = r.session_id WHERE r.id = ?1"#,
+///     "run-1"
+/// )
+/// .fetch_one(conn)?;
+/// let (id, title): (String, Option<String>) = (row.id, row.title);
+/// ```
 #[proc_macro]
 pub fn query(input: TokenStream) -> TokenStream {
     expand(input, Checker::query)
 }
 
-/// `query_as!(Type, "SQL", args...)`: like `query!`, filling `Type` field by field.
+/// `query_as!(Type, "SQL", args...)`: like `query!`, filling `Type` field by field. Each result
+/// column fills the field of its name, an alias's `!` or `?` left out (`AS "n!"` fills `n`, and
+/// `n` may then be non-`Option`).
+///
+/// ```ignore
+/// struct Count {
+///     n: i64,
+/// }
+/// let c = query_as!(Count, r#"SELECT CAST(count(*) AS INTEGER) AS "n!" FROM runs"#).fetch_one(conn)?;
+/// ```
 #[proc_macro]
 pub fn query_as(input: TokenStream) -> TokenStream {
     expand(input, Checker::query_as)

@@ -2,7 +2,7 @@
 //! (spanned on the argument at fault) and the call into the runtime.
 
 use super::describe::{Described, ResultColumn};
-use super::input::{field_ident, QueryAsInput, QueryInput};
+use super::input::{result_field, Nullability, QueryAsInput, QueryInput};
 use super::Checker;
 use crate::model::Affinity;
 use proc_macro2::TokenStream;
@@ -13,25 +13,43 @@ use syn::{Expr, LitStr};
 
 impl Checker {
     /// The Rust type of a result column: the table column's generated type, `Option` around it
-    /// under an outer join; for an expression, `Option` of its cast type or of a dynamic value.
-    fn result_type(&self, d: &Described, c: &ResultColumn) -> syn::Result<(TokenStream, bool)> {
+    /// when the column is nullable or under an outer join; for an expression, `Option` of its
+    /// cast type or of a dynamic value. An override in the alias (`"n!"`, `"n?"`) decides the
+    /// `Option` instead.
+    fn result_type(
+        &self,
+        lit: &LitStr,
+        d: &Described,
+        c: &ResultColumn,
+        nullability: Option<Nullability>,
+    ) -> syn::Result<TokenStream> {
         let rt = &self.rt();
-        if let Some((t, col)) = &c.origin {
-            if let Some((ty, not_null)) = self.column_type(t, col)? {
-                if d.outer_join && not_null {
-                    return Ok((quote!(Option<#ty>), false));
-                }
-                return Ok((ty, not_null));
-            }
-        }
-        let ty = match c.cast {
-            Some(Affinity::Integer) => quote!(i64),
-            Some(Affinity::Text) => quote!(String),
-            Some(Affinity::Blob) => quote!(Vec<u8>),
-            Some(Affinity::Real | Affinity::Numeric) => quote!(f64),
-            None => quote!(#rt::rusqlite::types::Value),
+        let origin = match &c.origin {
+            Some((t, col)) => self.column_base(t, col)?,
+            None => None,
         };
-        Ok((quote!(Option<#ty>), false))
+        let (ty, may_be_null) = match (origin, c.cast) {
+            (Some((ty, not_null)), _) => (ty, !not_null || d.outer_join),
+            (None, Some(affinity)) => (affinity_type(affinity), true),
+            (None, None) if nullability == Some(Nullability::NonNull) => {
+                return Err(syn::Error::new(
+                    lit.span(),
+                    format!(
+                        "result column `{}` says it is never NULL, but its expression has no type \
+                         the macro can infer; give it one with a CAST, as in \
+                         `CAST(count(*) AS INTEGER) AS \"n!\"`",
+                        c.name
+                    ),
+                ));
+            }
+            (None, None) => (quote!(#rt::rusqlite::types::Value), true),
+        };
+        let optional = match nullability {
+            Some(Nullability::NonNull) => false,
+            Some(Nullability::Nullable) => true,
+            None => may_be_null,
+        };
+        Ok(if optional { quote!(Option<#ty>) } else { ty })
     }
 
     fn describe_spanned(&self, lit: &LitStr) -> syn::Result<Described> {
@@ -66,10 +84,12 @@ impl Checker {
             ));
         }
         let mut checks = Vec::new();
+        let mut refused: Option<syn::Error> = None;
         for (i, arg) in args.iter().enumerate() {
-            if let Some((t, c)) = d.bindings.get(&(i + 1)) {
+            let n = i + 1;
+            for (t, c) in d.bindings.get(&n).into_iter().flatten() {
                 if let Some((ty, not_null)) = self.column_type(t, c)? {
-                    let ty = if not_null && d.nullable.contains(&(i + 1)) {
+                    let ty = if not_null && d.nullable.contains(&n) {
                         quote!(Option<#ty>)
                     } else {
                         ty
@@ -77,11 +97,43 @@ impl Checker {
                     checks.push(quote_spanned!(arg.span()=> #rt::bind_check::<#ty, _>(&(#arg));));
                 }
             }
+            if let Some(affinity) = d.casts.get(&n) {
+                let ty = affinity_type(*affinity);
+                checks.push(quote_spanned!(arg.span()=> #rt::cast_check::<#ty, _>(&(#arg));));
+            }
+            if let Some(u) = d.unknowable.get(&n) {
+                let e = syn::Error::new(
+                    arg.span(),
+                    format!(
+                        "the type of this argument cannot be checked: parameter `{p}` is compared \
+                         with `{c}`, a column of `{s}`, a CTE, subquery or table function whose \
+                         column types the macro does not know; compare `{p}` with a column of a \
+                         schema.sql table, or give it a type with `CAST({p} AS INTEGER)` (or \
+                         TEXT, REAL, BLOB)",
+                        p = u.param,
+                        c = u.column,
+                        s = u.source
+                    ),
+                );
+                match &mut refused {
+                    Some(all) => all.combine(e),
+                    None => refused = Some(e),
+                }
+            }
+        }
+        if let Some(e) = refused {
+            return Err(e);
         }
         let params = args
             .iter()
             .map(|a| quote_spanned!(a.span()=> &(#a) as &dyn #rt::rusqlite::ToSql));
-        Ok((quote!(#(#checks)*), quote!(&[#(#params),*])))
+        // Type-checked, never run: each argument is evaluated once, where it is bound.
+        let checks = if checks.is_empty() {
+            TokenStream::new()
+        } else {
+            quote!(if false { #(#checks)* })
+        };
+        Ok((checks, quote!(&[#(#params),*])))
     }
 
     /// `query!("SQL", args...)`: a [`Query`] whose rows are an anonymous record typed from the
@@ -100,22 +152,15 @@ impl Checker {
         let mut origins = Vec::new();
         let mut seen = BTreeMap::new();
         for c in &d.columns {
-            let field = field_ident(&c.name).ok_or_else(|| {
-                syn::Error::new(
-                    lit.span(),
-                    format!(
-                        "result column `{}` is not a Rust field name; name it with `AS name`",
-                        c.name
-                    ),
-                )
-            })?;
+            let (field, nullability) =
+                result_field(&c.name).map_err(|m| syn::Error::new(lit.span(), m))?;
             if let Some(prev) = seen.insert(field.to_string(), c.name.clone()) {
                 return Err(syn::Error::new(
                     lit.span(),
                     format!("result columns `{prev}` and `{}` would both be the field `{field}`; rename one with `AS`", c.name),
                 ));
             }
-            let (ty, _) = self.result_type(&d, c)?;
+            let ty = self.result_type(&lit, &d, c, nullability)?;
             let (table, column) = c.origin.clone().unwrap_or_default();
             fields.push(quote!(pub #field: #ty));
             names.push(field);
@@ -172,16 +217,9 @@ impl Checker {
         let mut fields = Vec::new();
         let mut field_checks = Vec::new();
         for (i, c) in d.columns.iter().enumerate() {
-            let field = field_ident(&c.name).ok_or_else(|| {
-                syn::Error::new(
-                    lit.span(),
-                    format!(
-                        "result column `{}` is not a Rust field name; name it with `AS name`",
-                        c.name
-                    ),
-                )
-            })?;
-            let (col_ty, _) = self.result_type(&d, c)?;
+            let (field, nullability) =
+                result_field(&c.name).map_err(|m| syn::Error::new(lit.span(), m))?;
+            let col_ty = self.result_type(&lit, &d, c, nullability)?;
             let (table, column) = c.origin.clone().unwrap_or_default();
             let marker = format_ident!("{}", field.to_string().trim_start_matches("r#"));
             field_checks.push(quote_spanned! {lit.span()=>
@@ -303,5 +341,15 @@ impl Checker {
                 }
             }
         })
+    }
+}
+
+/// The Rust type of a `CAST(.. AS type)`.
+fn affinity_type(affinity: Affinity) -> TokenStream {
+    match affinity {
+        Affinity::Integer => quote!(i64),
+        Affinity::Text => quote!(String),
+        Affinity::Blob => quote!(Vec<u8>),
+        Affinity::Real | Affinity::Numeric => quote!(f64),
     }
 }

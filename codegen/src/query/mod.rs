@@ -3,18 +3,22 @@
 //!
 //! Each statement is prepared on an in-memory database built from schema.sql, so SQLite itself
 //! reports unknown tables, unknown columns and syntax errors. Result columns that come straight
-//! from a table column take that column's generated type; arguments are checked against the column
-//! they bind to where the statement shows it (`col = ?`, `? = col`, `col IN (?, ..)`,
-//! `INSERT INTO t (cols) VALUES (?, ..)`).
+//! from a table column take that column's generated type, and an alias may override whether it is
+//! an `Option` (`AS "n!"`, `AS "n?"`). Arguments are checked against the column they bind to
+//! where the statement shows it (compared with, assigned to or inserted into a column), or the
+//! type a `CAST(? AS type)` gives them.
 //!
 //! The work is split as sqlx-macros-core splits it: `input` parses the macro arguments,
-//! `describe` asks SQLite about a statement and reads what its text shows about parameters,
-//! and `expand` turns both into checked Rust.
+//! `describe` asks SQLite about a statement, `bindings` (over `scopes`) reads what its text shows
+//! about parameters, and `expand` turns both into checked Rust.
 
+mod bindings;
 mod describe;
 mod expand;
 mod input;
+mod scopes;
 
+pub use bindings::Unknowable;
 pub use describe::{Described, ResultColumn};
 
 use crate::project::execute_file;
@@ -28,7 +32,8 @@ use std::collections::BTreeMap;
 pub struct Checker {
     conn: Connection,
     baseline: Baseline,
-    /// (table, column) -> (the column's Rust type as source text, NOT NULL), computed once.
+    /// (table, column) -> (the column's Rust type without `Option`, as source text; NOT NULL),
+    /// computed once.
     types: BTreeMap<(String, String), (String, bool)>,
     // Kept as text and parsed per expansion: tokens must not outlive the macro call that made
     // them, and the checker outlives every call.
@@ -80,7 +85,20 @@ impl Checker {
         syn::parse_str(&self.runtime).expect("checked in Checker::new")
     }
 
+    /// A table column's Rust type (`Option` when it is nullable) and whether it is NOT NULL.
     fn column_type(&self, table: &str, column: &str) -> syn::Result<Option<(TokenStream, bool)>> {
+        Ok(self.column_base(table, column)?.map(|(ty, not_null)| {
+            if not_null {
+                (ty, true)
+            } else {
+                (quote::quote!(Option<#ty>), false)
+            }
+        }))
+    }
+
+    /// A table column's Rust type without the `Option` of a nullable one, and whether it is NOT
+    /// NULL.
+    fn column_base(&self, table: &str, column: &str) -> syn::Result<Option<(TokenStream, bool)>> {
         let Some((ty, not_null)) = self.types.get(&(table.to_string(), column.to_string())) else {
             return Ok(None);
         };

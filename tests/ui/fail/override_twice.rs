@@ -1,0 +1,3 @@
+fn main() {
+    let _ = seed_agents_store::query!(r#"SELECT CAST(count(*) AS INTEGER) AS "n!?" FROM runs"#);
+}
