@@ -106,8 +106,8 @@ pub mod __private {
     pub use crate::migrate::EmbeddedMigration;
     pub use crate::payload;
     pub use crate::query::{
-        bind_check, cast_check, enum_from_column, field_check, field_check_by, BindsTo, FromColumn,
-        FromColumns, Holds, Query,
+        bind_check, cast_check, enum_from_column, field_check, field_check_by, BindsTo, CastsTo,
+        FromColumn, FromColumns, Holds, Query,
     };
     pub use rusqlite;
     pub use sea_query;

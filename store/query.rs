@@ -221,6 +221,8 @@ binds!(String: String, str);
 binds!(i64: i64, i32, i16, i8, u32, u16, u8);
 binds!(f64: f64, f32);
 binds!(bool: bool);
+// A bool is bound as 0 or 1, so `CAST(? AS INTEGER)` takes it too.
+impl CastsTo<i64> for bool {}
 binds!(Vec<u8>: Vec<u8>, [u8]);
 impl<T> BindsTo<crate::cbor::Cbor<T>> for crate::cbor::Cbor<T> {}
 impl<T> BindsTo<Option<crate::cbor::Cbor<T>>> for crate::cbor::Cbor<T> {}

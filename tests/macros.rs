@@ -328,6 +328,25 @@ fn a_cast_gives_a_parameter_its_type() {
         store.conn()
     );
     assert_eq!(rows, ["r1", "r2"]);
+    // An enum is bound as its text and a bool as 0 or 1, so the casts to those take them.
+    let queued = ids!(
+        query!(
+            "WITH t AS (SELECT id, status FROM runs) \
+             SELECT id FROM t WHERE t.status = CAST(?1 AS TEXT) AND CAST(?2 AS INTEGER) = 1 \
+             ORDER BY id",
+            seed_agents_store::schema::runs::Status::Queued,
+            true
+        ),
+        store.conn()
+    );
+    let raw: Vec<String> = query!("SELECT id FROM runs WHERE status = 'queued' ORDER BY id")
+        .fetch_all(store.conn())
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert!(!raw.is_empty());
+    assert_eq!(queued, raw);
 }
 
 #[derive(Debug, PartialEq)]

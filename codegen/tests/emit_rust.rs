@@ -404,6 +404,7 @@ fn fixture_fragments() {
         "impl crate::rt::FromColumn for Kind {",
         "crate::rt::enum_from_column(row, idx, table, column, Self::parse)",
         "impl crate::rt::BindsTo<Option<Level>> for Level {}",
+        "impl crate::rt::CastsTo<String> for Level {}",
         r#"pinned: crate::rt::FromColumn::from_column(row, 5, TABLE, "pinned")?"#,
         // Row: Option exactly on nullable columns.
         "pub level: Option<Level>,",

@@ -48,7 +48,7 @@ fn expand(
 /// `[NOT] IN (..)`, `[NOT] LIKE`, `IS`, row values), assigned to (`SET col = ?`) or inserted into
 /// (`INSERT INTO t (cols) VALUES (..)` or `SELECT ..`). A column name resolves in its own subquery
 /// first, then outward. `CAST(? AS INTEGER)` (or `TEXT`, `REAL`, `BLOB`) checks the argument
-/// against the cast's type.
+/// against the cast's type (a generated enum casts as `TEXT`, a `bool` as `INTEGER`).
 ///
 /// ```ignore
 /// // `attempt` and `depth` are INTEGER: 1, 5 and 0 must be integers; `id` is TEXT.

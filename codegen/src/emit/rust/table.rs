@@ -204,6 +204,8 @@ impl TableGen<'_> {
 
             impl #rt::BindsTo<#name> for #name {}
             impl #rt::BindsTo<Option<#name>> for #name {}
+            // Bound as its text, so `CAST(? AS TEXT)` takes it too.
+            impl #rt::CastsTo<String> for #name {}
 
             #serde_impls
         })
