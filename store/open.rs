@@ -3,7 +3,10 @@
 //!
 //! Invariants: the gate and any migration run before a single pragma that writes (WAL changes the
 //! file header), so a refused file, or one whose migration failed, is left byte-for-byte as it
-//! was. A read-only open and `status` never write.
+//! was. A read-only open and `status` never write. A read-write open of a current file writes
+//! only when planner statistics are missing or stale (the open that installs or migrates gathers
+//! them); the check for that never waits for another connection's write lock: it tries it once,
+//! and skips the refresh when it is taken.
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{self, Error, Result};
