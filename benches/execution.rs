@@ -387,5 +387,69 @@ fn admission(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, claim, journal, admission);
+/// A server's mix on one store, one round per iteration: create a session, append three events,
+/// enqueue a workflow run, claim it, start, journal and finish it, read the session's events and
+/// runs, list the agent's sessions, read the run. About twenty distinct statements a round, more
+/// than rusqlite's default statement cache of 16, so with that default every round prepares the
+/// claim (and the rest) again; the store sizes the cache to its query sites.
+fn mixed(c: &mut Criterion) {
+    use seed_agents_store::payload::{MessageEvent, RunOutput, SessionEventPayload};
+    use seed_agents_store::runs::RunOutcome;
+    use seed_agents_store::sessions::{NewSession, SessionQuery};
+    let (_dir, mut store, _, _) = small_store();
+    let mut group = c.benchmark_group("mixed workload");
+    group
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(8));
+    let event: SessionEventPayload = MessageEvent::user("a message".to_string()).into();
+    group.bench_function("store round", |b| {
+        b.iter(|| {
+            let session = store
+                .create_session(
+                    ACCOUNT,
+                    &NewSession {
+                        agent_id: "agent".into(),
+                        ..NewSession::default()
+                    },
+                )
+                .unwrap();
+            for _ in 0..3 {
+                store.append_event(ACCOUNT, &session.id, &event).unwrap();
+            }
+            let run = store
+                .enqueue_run(&NewRun::new(
+                    ACCOUNT,
+                    Kind::Workflow,
+                    Origin::Workflow,
+                    "script",
+                ))
+                .unwrap();
+            let claimed = store
+                .claim_next_run("w", ClaimLimits::default())
+                .unwrap()
+                .unwrap();
+            let claim = Claim::of(&claimed).unwrap();
+            store.start_run(&claim).unwrap();
+            store.append_journal(&claim, &entry()).unwrap();
+            store
+                .finalize_run(&claim, RunOutcome::Succeeded(RunOutput::default()))
+                .unwrap();
+            assert_eq!(
+                store
+                    .events_after(ACCOUNT, &session.id, 0, None)
+                    .unwrap()
+                    .len(),
+                3
+            );
+            store.session_runs(ACCOUNT, &session.id).unwrap();
+            store
+                .sessions(ACCOUNT, "agent", &SessionQuery::default())
+                .unwrap();
+            assert!(store.run(ACCOUNT, &run.id).unwrap().is_some());
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, claim, journal, admission, mixed);
 criterion_main!(benches);

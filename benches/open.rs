@@ -1,5 +1,5 @@
-//! `Store::open` of a current database holding 100k runs and 1M session events (target: under
-//! 50 ms), what the checks open does and does not run cost there (the size check on every open;
+//! `Store::open` of a current database holding 100k runs and 1M session events next to plain
+//! rusqlite opening the same file with the same pragmas (target: at most 3 times plain), what the checks open does and does not run cost there (the size check on every open;
 //! `quick_check`, run before a migration; the whole `check` command), and the build-time work of
 //! codegen: replay of every version plus generation (target: under 1 s).
 
@@ -104,6 +104,33 @@ fn open(c: &mut Criterion) {
             ));
         })
     });
+    // The floor: plain rusqlite opening the same file with the same pragmas, no checks.
+    g.bench_function("plain_rusqlite_100k_runs_1m_events", |b| {
+        b.iter(|| {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; PRAGMA cache_size = -65536; \
+                 PRAGMA mmap_size = 536870912; PRAGMA temp_store = MEMORY;",
+            )
+            .unwrap();
+            conn
+        })
+    });
+    // What the structure check costs when it introspects (a first open in a process, or a
+    // changed catalog), against the cached check of an unchanged one that open runs.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version = seed_agents_store::schema::SCHEMA_VERSION;
+    g.bench_function("introspect_and_fingerprint", |b| {
+        b.iter(|| {
+            seed_agents_codegen::introspect(&conn)
+                .unwrap()
+                .fingerprint()
+        })
+    });
+    g.bench_function("verify_cached", |b| {
+        b.iter(|| seed_agents_store::gate::verify(&conn, &path, version).unwrap())
+    });
+    drop(conn);
     g.bench_function("read_only_current_100k_runs_1m_events", |b| {
         b.iter(|| Store::open_read_only(&path).unwrap())
     });

@@ -10,6 +10,7 @@ use crate::error::{Error, Refusal, Result};
 use crate::query;
 use crate::schema;
 use crate::storage;
+use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 use seed_agents_codegen::{diff, introspect, Schema};
 use std::path::Path;
@@ -105,9 +106,25 @@ fn inspect_snapshot(conn: &Connection, path: &Path) -> Result<State> {
 /// # Errors
 /// [`Error::Refused`] with [`Refusal::StructureMismatch`] and the diff when it is not; trouble
 /// reading the catalog as [`inspect`] reports it.
+///
+/// The structure [`introspect`] reads is a function of the catalog's text alone (each object's
+/// type, name, table and SQL), so a catalog text once verified for `version` in this process is
+/// remembered ([`VERIFIED`]) and the next file with exactly that text, or the same file opened
+/// again, is verified by reading and comparing the text, without introspecting. Any change to
+/// the structure changes the text, and is introspected and judged afresh.
 pub fn verify(conn: &Connection, path: &Path, version: u32) -> Result<()> {
-    let actual = introspect(conn).map_err(|e| storage::judge(Error::Sqlite(e), path))?;
+    let judged = |e| storage::judge(Error::Sqlite(e), path);
+    let text = catalog_text(conn).map_err(judged)?;
+    if let Some(text) = &text {
+        if verified().contains(&(version, text.as_str())) {
+            return Ok(());
+        }
+    }
+    let actual = introspect(conn).map_err(judged)?;
     if actual.fingerprint() == schema::FINGERPRINTS[version as usize] {
+        if let Some(text) = text {
+            remember(version, text);
+        }
         return Ok(());
     }
     Err(Error::Refused {
@@ -118,6 +135,70 @@ pub fn verify(conn: &Connection, path: &Path, version: u32) -> Result<()> {
             diff: structure_diff(&actual, version),
         },
     })
+}
+
+/// How many verified catalog texts [`VERIFIED`] keeps: a process meets one or two (its binary's
+/// version, perhaps one more), so the bound only guards against a process that opens many
+/// differently-built files.
+const VERIFIED_CAPACITY: usize = 16;
+
+/// The catalog texts this process has verified, with the version each was verified against.
+/// In memory only: opening never writes to the file, and `server_config` is left to the
+/// server's own keys.
+static VERIFIED: std::sync::Mutex<Vec<(u32, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// The verified catalog texts; a poisoned lock still holds only verified entries.
+fn verified() -> Verified {
+    Verified(VERIFIED.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+struct Verified(std::sync::MutexGuard<'static, Vec<(u32, String)>>);
+
+impl Verified {
+    fn contains(&self, (version, text): &(u32, &str)) -> bool {
+        self.0.iter().any(|(v, t)| v == version && t == text)
+    }
+}
+
+fn remember(version: u32, text: String) {
+    let mut seen = verified();
+    if seen.contains(&(version, text.as_str())) {
+        return;
+    }
+    if seen.0.len() == VERIFIED_CAPACITY {
+        seen.0.remove(0);
+    }
+    seen.0.push((version, text));
+}
+
+/// Every object of the catalog as the text the structure is derived from: type, name, table and
+/// SQL of each row of `sqlite_schema`, in a fixed order, each field length-prefixed so that no
+/// two catalogs share a text. `None` when a field is neither text nor NULL (a catalog written
+/// around SQLite), which is never cached.
+fn catalog_text(conn: &Connection) -> rusqlite::Result<Option<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT type, name, tbl_name, sql FROM main.sqlite_schema ORDER BY type, name",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut text = String::new();
+    while let Some(row) = rows.next()? {
+        for i in 0..4 {
+            match row.get_ref(i)? {
+                ValueRef::Null => text.push('-'),
+                ValueRef::Text(field) => {
+                    let Ok(field) = std::str::from_utf8(field) else {
+                        return Ok(None);
+                    };
+                    text.push_str(&field.len().to_string());
+                    text.push(':');
+                    text.push_str(field);
+                }
+                _ => return Ok(None),
+            }
+        }
+        text.push('\n');
+    }
+    Ok(Some(text))
 }
 
 /// Runs `PRAGMA quick_check` and refuses a file it finds damaged ([`Refusal::Corrupt`]).

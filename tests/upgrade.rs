@@ -874,6 +874,32 @@ fn column_by_id(conn: &Connection, table: &str, column: &str) -> Vec<(String, Va
 }
 
 #[test]
+fn a_migration_gathers_planner_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stats.sqlite");
+    let k = SCHEMA_VERSION - 1;
+    let conn = build_at(&path, k);
+    fill(&conn);
+    conn.close().unwrap();
+    let store = open_expecting(
+        &path,
+        Outcome::Migrated {
+            from: k,
+            to: SCHEMA_VERSION,
+        },
+    );
+    let rows: i64 = store
+        .conn()
+        .query_row(
+            "SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'runs'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(rows > 0, "no statistics for runs after the migration");
+}
+
+#[test]
 fn version_5_sets_title_source_from_the_title() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v4.sqlite");
