@@ -380,8 +380,52 @@ impl std::fmt::Display for ErrorKind {
     }
 }
 
+/// The kind of a SQLite error that reached the caller unclassified ([`Error::Sqlite`]), so that a
+/// server tells a busy database from a constraint failure without a `rusqlite` of its own: a
+/// UNIQUE, primary-key, foreign-key or trigger constraint is a conflict with what is stored, a
+/// NOT NULL or CHECK constraint and a value of the wrong type are invalid input, no row is not
+/// found, and environment trouble is busy or storage as [`Error::from_sqlite`] would type it.
+fn sqlite_kind(e: &rusqlite::Error) -> ErrorKind {
+    use rusqlite::{ffi, Error as E, ErrorCode as C};
+    match e {
+        E::QueryReturnedNoRows => ErrorKind::NotFound,
+        E::ToSqlConversionFailure(_)
+        | E::FromSqlConversionFailure(..)
+        | E::IntegralValueOutOfRange(..)
+        | E::InvalidColumnType(..)
+        | E::Utf8Error(..) => ErrorKind::Invalid,
+        E::SqliteFailure(f, _) => match f.code {
+            C::DatabaseBusy | C::DatabaseLocked => ErrorKind::Busy,
+            C::DiskFull
+            | C::ReadOnly
+            | C::PermissionDenied
+            | C::SystemIoFailure
+            | C::CannotOpen => ErrorKind::Storage,
+            C::ConstraintViolation => match f.extended_code {
+                ffi::SQLITE_CONSTRAINT_NOTNULL | ffi::SQLITE_CONSTRAINT_CHECK => ErrorKind::Invalid,
+                _ => ErrorKind::Conflict,
+            },
+            C::TooBig => ErrorKind::Invalid,
+            _ => ErrorKind::Internal,
+        },
+        _ => ErrorKind::Internal,
+    }
+}
+
 impl Error {
-    /// The kind of this failure.
+    /// The kind of this failure: what a server maps to a status (not found 404, invalid 400,
+    /// conflict 409, busy 503, refused and storage and internal 500, say). An unclassified SQLite
+    /// error ([`Error::Sqlite`]) is classified too.
+    ///
+    /// ```
+    /// use seed_agents_store::{ErrorKind, Store};
+    ///
+    /// # let dir = tempfile::tempdir()?;
+    /// let mut store = Store::open(dir.path().join("agents.sqlite"))?;
+    /// let err = store.delete_session("acct-1", "no-such-session").unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::NotFound);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Refused { .. } => ErrorKind::Refused,
@@ -395,12 +439,7 @@ impl Error {
             | Error::Io { .. }
             | Error::StateDirNotRemoved { .. } => ErrorKind::Storage,
             Error::Migration { source, .. } | Error::AfterCommit { source, .. } => source.kind(),
-            Error::Sqlite(e) => match e.sqlite_error_code() {
-                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
-                    ErrorKind::Busy
-                }
-                _ => ErrorKind::Internal,
-            },
+            Error::Sqlite(e) => sqlite_kind(e),
             Error::NotFound { .. } => ErrorKind::NotFound,
             Error::Invalid { .. }
             | Error::UnknownEnumValue { .. }
@@ -567,6 +606,48 @@ mod tests {
         }
         let e = Error::from_sqlite(sqlite(ffi::SQLITE_CONSTRAINT, "no"), path);
         assert!(matches!(e, Error::Sqlite(_)), "{e}");
+    }
+
+    /// Errors from a real SQLite, unclassified by the store, still have the kind a server needs.
+    #[test]
+    fn raw_sqlite_errors_are_classified() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "PRAGMA foreign_keys = ON;
+             CREATE TABLE p (id TEXT PRIMARY KEY, n INTEGER NOT NULL CHECK (n >= 0));
+             CREATE TABLE c (id TEXT PRIMARY KEY, p TEXT NOT NULL REFERENCES p (id));
+             INSERT INTO p VALUES ('a', 1);",
+        )
+        .unwrap();
+        let kind = |sql: &str| Error::Sqlite(conn.execute_batch(sql).unwrap_err()).kind();
+        assert_eq!(kind("INSERT INTO p VALUES ('a', 2)"), ErrorKind::Conflict);
+        assert_eq!(
+            kind("INSERT INTO c VALUES ('x', 'missing')"),
+            ErrorKind::Conflict
+        );
+        assert_eq!(kind("INSERT INTO p VALUES ('b', NULL)"), ErrorKind::Invalid);
+        assert_eq!(kind("INSERT INTO p VALUES ('b', -1)"), ErrorKind::Invalid);
+        assert_eq!(kind("SELEC 1"), ErrorKind::Internal);
+        let none = conn
+            .query_row("SELECT id FROM p WHERE id = 'zz'", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .unwrap_err();
+        assert_eq!(Error::Sqlite(none).kind(), ErrorKind::NotFound);
+        let wrong = conn
+            .query_row("SELECT id FROM p", [], |r| r.get::<_, i64>(0))
+            .unwrap_err();
+        assert_eq!(Error::Sqlite(wrong).kind(), ErrorKind::Invalid);
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("busy.sqlite");
+        let a = rusqlite::Connection::open(&path).unwrap();
+        a.execute_batch("CREATE TABLE t (x); BEGIN IMMEDIATE; INSERT INTO t VALUES (1);")
+            .unwrap();
+        let b = rusqlite::Connection::open(&path).unwrap();
+        b.busy_timeout(std::time::Duration::ZERO).unwrap();
+        let busy = b.execute_batch("INSERT INTO t VALUES (2)").unwrap_err();
+        assert_eq!(Error::Sqlite(busy).kind(), ErrorKind::Busy);
     }
 
     #[test]
