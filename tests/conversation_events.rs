@@ -121,6 +121,68 @@ fn appending_to_an_unknown_session_is_not_found_and_writes_nothing() {
     assert!(store.events_after(A, "nope", 0, None).unwrap().is_empty());
 }
 
+#[test]
+fn the_events_of_a_turn_are_appended_together_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, _, _, session) = fixture(&dir.path().join("db.sqlite"));
+    store
+        .append_event(A, &session, &tool_call("before"))
+        .unwrap();
+    let turn = [
+        tool_call("c1"),
+        ToolResultEvent::output("c1", "read", Ipld::String("text".into())).into(),
+        message(MessageRole::Assistant, "done", None),
+    ];
+    let appended = store.append_events(A, &session, &turn).unwrap();
+    assert_eq!(
+        appended.iter().map(|a| a.seq).collect::<Vec<_>>(),
+        [2, 3, 4]
+    );
+    let stored = store.events_after(A, &session, 1, None).unwrap();
+    assert_eq!(stored.len(), 3);
+    for (row, (event, a)) in stored.iter().zip(turn.iter().zip(&appended)) {
+        assert_eq!(row.id, a.id);
+        assert_eq!(&row.event_cbor.decode().unwrap(), event);
+    }
+    // The rollups moved as for the last event, an assistant message.
+    let s = store.session(A, &session).unwrap().unwrap();
+    assert_eq!(s.message_from.as_deref(), Some("agent"));
+
+    // Another account's session: not found, and nothing of the turn is written.
+    let err = store
+        .append_events("acct-other", &session, &turn)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::NotFound {
+                what: "session",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    // An event with no canonical encoding after good ones: the good ones are not kept either.
+    let bad = [
+        tool_call("c2"),
+        ToolCallEvent::new("c3", "read", Ipld::Float(f64::NAN)).into(),
+    ];
+    let err = store.append_events(A, &session, &bad).unwrap_err();
+    assert!(matches!(err, Error::Cbor(_)), "{err:?}");
+    assert_eq!(seqs(&store, &session), [1, 2, 3, 4]);
+    let err = store.append_events(A, &session, &[]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Invalid {
+                field: "events",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
 const PER_WRITER: i64 = 50;
 
 fn assert_contiguous(store: &Store, session: &str, writers: i64) {

@@ -212,6 +212,50 @@ impl Store {
         self.write(|tx, now| append_event(tx, now, account_id, session_id, event))
     }
 
+    /// Appends `events`, in order, to the Log of the session `session_id` of `account_id`, in one
+    /// `BEGIN IMMEDIATE` transaction: the events of one turn (a tool call and its result, say)
+    /// take consecutive seqs and are seen together or not at all. The rollups move as if each
+    /// were appended alone. Returns one [`Appended`] per event, in order.
+    ///
+    /// ```
+    /// use seed_agents_store::payload::{Ipld, ToolCallEvent, ToolResultEvent};
+    /// # use seed_agents_store::{agents::NewAgent, payload::AgentDefinition, sessions::NewSession, Store};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut store = Store::open(dir.path().join("agents.sqlite"))?;
+    /// # let agent = store.create_agent("acct-1", &NewAgent {
+    /// #     definition: AgentDefinition::default(), state_dir: "/tmp/a".into(),
+    /// #     public_read: false, public_chat: false })?;
+    /// # let session = store.create_session("acct-1", &NewSession {
+    /// #     agent_id: agent.id, ..NewSession::default() })?;
+    /// let turn = [
+    ///     ToolCallEvent::new("call-1", "read", Ipld::String("notes.md".into())).into(),
+    ///     ToolResultEvent::output("call-1", "read", Ipld::String("# Notes".into())).into(),
+    /// ];
+    /// let appended = store.append_events("acct-1", &session.id, &turn)?;
+    /// assert_eq!(appended[1].seq, appended[0].seq + 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] (`events`) when `events` is empty; otherwise as
+    /// [`Store::append_event`], for the first event that fails, and then nothing is appended.
+    pub fn append_events(
+        &mut self,
+        account_id: &str,
+        session_id: &str,
+        events: &[SessionEventPayload],
+    ) -> Result<Vec<Appended>> {
+        if events.is_empty() {
+            return Err(invalid("events", "must hold at least one event"));
+        }
+        self.write(|tx, now| {
+            events
+                .iter()
+                .map(|event| append_event(tx, now, account_id, session_id, event))
+                .collect()
+        })
+    }
+
     /// The events of the session `session_id` of `account_id` with `seq > after_seq`,
     /// ascending, at most `limit` of them (all when `None`). The payloads stay as stored bytes:
     /// decode each with `event_cbor.decode()`. A session the account does not have (unknown, or
