@@ -116,7 +116,7 @@ pub fn verify(conn: &Connection, path: &Path, version: u32) -> Result<()> {
     let judged = |e| storage::judge(Error::Sqlite(e), path);
     let text = catalog_text(conn).map_err(judged)?;
     if let Some(text) = &text {
-        if verified().contains(&(version, text.as_str())) {
+        if was_verified(version, text) {
             return Ok(());
         }
     }
@@ -147,28 +147,22 @@ const VERIFIED_CAPACITY: usize = 16;
 /// server's own keys.
 static VERIFIED: std::sync::Mutex<Vec<(u32, String)>> = std::sync::Mutex::new(Vec::new());
 
-/// The verified catalog texts; a poisoned lock still holds only verified entries.
-fn verified() -> Verified {
-    Verified(VERIFIED.lock().unwrap_or_else(|e| e.into_inner()))
-}
-
-struct Verified(std::sync::MutexGuard<'static, Vec<(u32, String)>>);
-
-impl Verified {
-    fn contains(&self, (version, text): &(u32, &str)) -> bool {
-        self.0.iter().any(|(v, t)| v == version && t == text)
-    }
+/// Whether `text` was verified against `version` in this process.
+fn was_verified(version: u32, text: &str) -> bool {
+    // A poisoned lock still holds only verified entries.
+    let seen = VERIFIED.lock().unwrap_or_else(|e| e.into_inner());
+    seen.iter().any(|(v, t)| *v == version && t == text)
 }
 
 fn remember(version: u32, text: String) {
-    let mut seen = verified();
-    if seen.contains(&(version, text.as_str())) {
+    let mut seen = VERIFIED.lock().unwrap_or_else(|e| e.into_inner());
+    if seen.iter().any(|(v, t)| *v == version && *t == text) {
         return;
     }
-    if seen.0.len() == VERIFIED_CAPACITY {
-        seen.0.remove(0);
+    if seen.len() == VERIFIED_CAPACITY {
+        seen.remove(0);
     }
-    seen.0.push((version, text));
+    seen.push((version, text));
 }
 
 /// Every object of the catalog as the text the structure is derived from: type, name, table and

@@ -47,6 +47,7 @@ mod open;
 pub mod paging;
 pub mod payload;
 mod query;
+mod statistics;
 mod storage;
 pub mod tools;
 mod write;

@@ -41,6 +41,14 @@ fn assert_open_writes_nothing(path: &Path, observer: &Connection) {
     assert!(bytes(path) == before, "open changed the file or its WAL");
 }
 
+/// A current file whose `accounts` has rows but no statistics (they were gathered while empty).
+fn with_missing_statistics(path: &Path) {
+    let mut store = Store::open(path).unwrap();
+    for i in 0..50 {
+        store.touch_account(&format!("acct-{i}")).unwrap();
+    }
+}
+
 #[test]
 fn reopening_a_fresh_install_with_empty_tables_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -55,11 +63,7 @@ fn reopening_a_fresh_install_with_empty_tables_writes_nothing() {
 fn missing_statistics_are_gathered_once_then_opens_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.sqlite");
-    let mut store = Store::open(&path).unwrap();
-    for i in 0..50 {
-        store.touch_account(&format!("acct-{i}")).unwrap();
-    }
-    drop(store);
+    with_missing_statistics(&path);
     let observer = Connection::open(&path).unwrap();
     assert_eq!(stat_rows(&observer, "accounts"), 0);
     let version = data_version(&observer);
@@ -78,11 +82,7 @@ fn missing_statistics_are_gathered_once_then_opens_write_nothing() {
 fn opening_while_another_connection_holds_the_write_lock_does_not_wait_for_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.sqlite");
-    let mut store = Store::open(&path).unwrap();
-    for i in 0..50 {
-        store.touch_account(&format!("acct-{i}")).unwrap();
-    }
-    drop(store);
+    with_missing_statistics(&path);
     // Statistics are missing now, so this open would refresh them if the lock were free.
     let writer = Connection::open(&path).unwrap();
     writer.execute_batch("BEGIN IMMEDIATE").unwrap();
