@@ -45,7 +45,7 @@ fn event(i: usize) -> SessionEventPayload {
 
 /// A store with one agent and one top-level session; returns the session id.
 fn setup(dir: &tempfile::TempDir, name: &str, synchronous: &str) -> (Store, String) {
-    let mut store = Store::open(dir.path().join(name)).unwrap();
+    let store = Store::open(dir.path().join(name)).unwrap();
     let durability = match synchronous {
         "FULL" => Durability::Full,
         _ => Durability::Normal,
@@ -206,7 +206,7 @@ fn paired(label: &str, rounds: usize, mut store: impl FnMut(), mut plain: impl F
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     for (synchronous, rounds) in [("FULL", 600), ("NORMAL", 3_000)] {
-        let (mut store, session) = setup(
+        let (store, session) = setup(
             &dir,
             &format!("paired-store-{synchronous}.sqlite"),
             synchronous,
@@ -232,7 +232,7 @@ fn bench(c: &mut Criterion) {
         );
     }
     for synchronous in ["FULL", "NORMAL"] {
-        let (mut store, session) = setup(&dir, &format!("store-{synchronous}.sqlite"), synchronous);
+        let (store, session) = setup(&dir, &format!("store-{synchronous}.sqlite"), synchronous);
         let (mut plain, plain_session) =
             setup_plain(&dir, &format!("plain-{synchronous}.sqlite"), synchronous);
         let mut g = c.benchmark_group(format!("event_append_{synchronous}"));
@@ -256,7 +256,7 @@ fn bench(c: &mut Criterion) {
         g.finish();
     }
 
-    let (mut store, session) = setup(&dir, "replay-store.sqlite", "NORMAL");
+    let (store, session) = setup(&dir, "replay-store.sqlite", "NORMAL");
     let (mut plain, plain_session) = setup_plain(&dir, "replay-plain.sqlite", "NORMAL");
     for i in 0..REPLAYED {
         store.append_event(ACCOUNT, &session, &event(i)).unwrap();

@@ -148,7 +148,7 @@ fn claim(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4));
     for n in [1_000, 1_000_000] {
         let path = queued_db(n);
-        let mut store = Store::open(&path).unwrap();
+        let store = Store::open(&path).unwrap();
         store.set_durability(Durability::Normal).unwrap();
         // The store's own connection is read-only: the untimed reset goes through another.
         let side = plain_conn(&path);
@@ -190,7 +190,7 @@ fn claim(c: &mut Criterion) {
 /// A fresh store with one claimed workflow run and one enabled schedule trigger.
 fn small_store() -> (tempfile::TempDir, Store, Claim, String) {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path().join("agents.sqlite")).unwrap();
+    let store = Store::open(dir.path().join("agents.sqlite")).unwrap();
     plain_conn(store.path())
         .execute_batch(&format!(
             "INSERT INTO accounts (id, created_at, updated_at) VALUES ('{ACCOUNT}', {T}, {T});
@@ -249,7 +249,7 @@ fn entry() -> WorkflowJournalEntry {
 const JOURNAL_WINDOW: u64 = 100;
 
 fn journal(c: &mut Criterion) {
-    let (_dir, mut store, claim, _) = small_store();
+    let (_dir, store, claim, _) = small_store();
     let run_id = claim.run_id.clone();
     let path = store.path().to_path_buf();
     // The store's own connection is read-only: the untimed clearing goes through another.
@@ -318,7 +318,7 @@ fn journal(c: &mut Criterion) {
 }
 
 fn admission(c: &mut Criterion) {
-    let (_dir, mut store, _, trigger) = small_store();
+    let (_dir, store, _, trigger) = small_store();
     let path = store.path().to_path_buf();
     let mut group = c.benchmark_group("firing admission");
     group
@@ -396,7 +396,7 @@ fn mixed(c: &mut Criterion) {
     use seed_agents_store::payload::{MessageEvent, RunOutput, SessionEventPayload};
     use seed_agents_store::runs::RunOutcome;
     use seed_agents_store::sessions::{NewSession, SessionQuery};
-    let (_dir, mut store, _, _) = small_store();
+    let (_dir, store, _, _) = small_store();
     let mut group = c.benchmark_group("mixed workload");
     group
         .sample_size(30)

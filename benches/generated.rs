@@ -281,7 +281,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("generated", |b| {
         b.iter(|| {
             i = (i + 7919) % PRELOADED;
-            runs::get(store.conn(), ACCOUNT, &format!("run-{i:08}"))
+            runs::get(&store.conn().unwrap(), ACCOUNT, &format!("run-{i:08}"))
                 .unwrap()
                 .unwrap()
         })
@@ -290,7 +290,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("hand_written", |b| {
         b.iter(|| {
             i = (i + 7919) % PRELOADED;
-            hand_get(store.conn(), &get_sql, &format!("run-{i:08}"))
+            hand_get(&store.conn().unwrap(), &get_sql, &format!("run-{i:08}"))
                 .unwrap()
                 .unwrap()
         })
@@ -304,7 +304,8 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             s = (s + 31) % SESSIONS;
             let rows =
-                runs::list_by_session_id(store.conn(), ACCOUNT, &format!("sess-{s:04}")).unwrap();
+                runs::list_by_session_id(&store.conn().unwrap(), ACCOUNT, &format!("sess-{s:04}"))
+                    .unwrap();
             assert_eq!(rows.len(), PER_SESSION);
             rows
         })
@@ -313,7 +314,8 @@ fn bench(c: &mut Criterion) {
     g.bench_function("hand_written", |b| {
         b.iter(|| {
             s = (s + 31) % SESSIONS;
-            let rows = hand_list(store.conn(), &list_sql, &format!("sess-{s:04}")).unwrap();
+            let rows =
+                hand_list(&store.conn().unwrap(), &list_sql, &format!("sess-{s:04}")).unwrap();
             assert_eq!(rows.len(), PER_SESSION);
             rows
         })

@@ -60,7 +60,7 @@ fn encode_cid(c: &mut Criterion) {
 
 fn sync_noop(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path().join("bench.sqlite")).unwrap();
+    let store = Store::open(dir.path().join("bench.sqlite")).unwrap();
     store
         .create_mcp_server(
             ACCOUNT,
@@ -107,14 +107,18 @@ fn sync_noop(c: &mut Criterion) {
         .record_mcp_discovery(ACCOUNT, "big", Ok(tools))
         .unwrap();
     store.sync_mcp_tools(ACCOUNT, None).unwrap();
-    let before = store.conn().total_changes();
+    let before = store.conn().unwrap().total_changes();
     c.bench_function("mcp_sync_noop_100x10", |b| {
         b.iter(|| {
             let sync = store.sync_mcp_tools(ACCOUNT, None).unwrap();
             assert!(sync.is_empty());
         })
     });
-    assert_eq!(store.conn().total_changes(), before, "a no-op sync wrote");
+    assert_eq!(
+        store.conn().unwrap().total_changes(),
+        before,
+        "a no-op sync wrote"
+    );
 }
 
 criterion_group!(benches, encode_cid, sync_noop);

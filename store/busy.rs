@@ -42,7 +42,15 @@ const STEPS: [(Duration, Duration); 4] = [
 /// # Errors
 /// [`rusqlite::Error`] when SQLite refuses the handler.
 pub fn install(conn: &mut Connection) -> rusqlite::Result<()> {
-    conn.busy_handler(Some(handler(DEADLINE)))
+    install_with(conn, DEADLINE)
+}
+
+/// [`install`] with another deadline than [`DEADLINE`] (`OpenOptions::busy_timeout`).
+///
+/// # Errors
+/// [`rusqlite::Error`] when SQLite refuses the handler.
+pub fn install_with(conn: &mut Connection, deadline: Duration) -> rusqlite::Result<()> {
+    conn.busy_handler(Some(handler(deadline)))
 }
 
 /// A busy handler that sleeps a [`step`] and asks for another try until `deadline` has passed

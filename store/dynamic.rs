@@ -59,7 +59,8 @@ impl Store {
             .map(to_sql)
             .collect::<Result<Vec<_>>>()?;
         // Not the statement cache: run-time statements vary and would evict the hot ones.
-        let mut stmt = self.conn().prepare(&sql)?;
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(&sql)?;
         let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
         let mut out = Vec::new();
         while let Some(row) = rows.next()? {

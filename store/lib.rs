@@ -11,9 +11,9 @@
 //! use seed_agents_store::{schema::accounts, Store};
 //!
 //! let dir = tempfile::tempdir()?;
-//! let mut store = Store::open(dir.path().join("agents.sqlite"))?;
+//! let store = Store::open(dir.path().join("agents.sqlite"))?;
 //! store.touch_account("acct-1")?;
-//! let row = accounts::get(store.conn(), "acct-1")?.expect("just created");
+//! let row = accounts::get(&store.conn()?, "acct-1")?.expect("just created");
 //! assert_eq!(row.created_at, row.updated_at);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -35,17 +35,20 @@ pub mod busy;
 pub mod cbor;
 mod check;
 pub mod clock;
+mod commit;
 mod conversation;
 mod dynamic;
 mod error;
 mod execution;
 pub mod gate;
+mod handle;
 pub mod ids;
 pub mod integrity;
 pub mod migrate;
 mod open;
 pub mod paging;
 pub mod payload;
+mod pool;
 mod query;
 mod statistics;
 mod storage;
@@ -72,11 +75,13 @@ extern crate self as seed_agents_store;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+pub use handle::{Durability, Store};
 pub use migrate::{EmbeddedMigration, Outcome, Progress};
 pub use open::{
-    resolve_path, status, Durability, OpenOptions, StatusReport, Store, Verdict, DB_PATH_ENV,
-    DEFAULT_DB_PATH,
+    resolve_path, status, OpenOptions, StatusReport, Verdict, DB_PATH_ENV, DEFAULT_BATCH_AGE,
+    DEFAULT_BATCH_OPERATIONS, DEFAULT_DB_PATH, DEFAULT_READ_CONNECTIONS,
 };
+pub use pool::Reader;
 
 /// Generated from schema.sql and migrations/ at build time: one module per table with its row
 /// struct, enums, sea-query identifiers and query helpers, plus the version, the migrations and

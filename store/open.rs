@@ -7,9 +7,12 @@
 //! only when planner statistics are missing or stale, and never waits to find out.
 
 use crate::clock::{Clock, SystemClock};
+use crate::commit::Bounds;
 use crate::error::{self, Error, Result};
 use crate::gate::{self, State};
+use crate::handle::{Parts, Sharing, Store};
 use crate::migrate::{self, Outcome, Progress};
+use crate::pool::Opener;
 use crate::schema;
 use crate::statistics;
 use crate::storage::{self, Look};
@@ -39,31 +42,6 @@ pub fn resolve_path(flag: Option<&Path>) -> PathBuf {
         Some(p) if !p.is_empty() => PathBuf::from(p),
         _ => PathBuf::from(DEFAULT_DB_PATH),
     }
-}
-
-/// An open, gated, current database.
-///
-/// # Examples
-/// ```
-/// let dir = tempfile::tempdir()?;
-/// let store = seed_agents_store::Store::open(dir.path().join("agents.sqlite"))?;
-/// assert_eq!(
-///     store.outcome(),
-///     seed_agents_store::Outcome::Fresh { version: seed_agents_store::schema::SCHEMA_VERSION }
-/// );
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug)]
-pub struct Store {
-    /// The connection writes go through; reached only by [`Store::write`].
-    conn: Connection,
-    /// The `query_only` connection [`Store::conn`] hands out; `None` on a read-only store, whose
-    /// one connection is `query_only` already.
-    reader: Option<Connection>,
-    path: Arc<Path>,
-    read_only: bool,
-    outcome: Outcome,
-    clock: Arc<dyn Clock>,
 }
 
 impl Store {
@@ -104,121 +82,7 @@ impl Store {
     /// needs a read-write open); otherwise as [`Store::open`], and [`Error::Io`] when the file
     /// does not exist.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Store> {
-        let shared: Arc<Path> = Arc::from(path.as_ref());
-        error::working_on(&shared, true);
-        let path = shared.to_path_buf();
-        storage::check_path(&path)?;
-        std::fs::metadata(&path).map_err(|e| Error::from_io(e, &path))?;
-        let (conn, _) = storage::open_read_only(&path, Look::Live)?;
-        let at = |e: rusqlite::Error| Error::from_sqlite(e, &path);
-        conn.pragma_update(None, "foreign_keys", true).map_err(at)?;
-        conn.pragma_update(None, "query_only", true).map_err(at)?;
-        let latest = schema::SCHEMA_VERSION;
-        let needs = |what: String| Error::ReadOnly {
-            path: path.clone(),
-            detail: format!("{what}, which a read-only open cannot do; open it read-write first"),
-        };
-        match gate::inspect(&conn, &path)? {
-            State::Fresh => {
-                return Err(needs(format!(
-                    "it is empty and needs version {latest} installed"
-                )))
-            }
-            State::At(v) if v < latest => {
-                return Err(needs(format!(
-                    "it is at version {v} and needs migrating to {latest}"
-                )))
-            }
-            State::At(_) => {}
-        }
-        configure_cache(&conn).map_err(|e| e.at(&path))?;
-        Ok(Store {
-            conn,
-            reader: None,
-            path: shared,
-            read_only: true,
-            outcome: Outcome::Current { version: latest },
-            clock: Arc::new(SystemClock),
-        })
-    }
-
-    /// Whether the store was opened with [`Store::open_read_only`].
-    pub fn is_read_only(&self) -> bool {
-        self.read_only
-    }
-
-    /// The clock operations take "now" from.
-    pub fn clock(&self) -> &Arc<dyn Clock> {
-        &self.clock
-    }
-
-    /// The current time by the store's clock, in epoch milliseconds.
-    pub fn now_ms(&self) -> i64 {
-        self.clock.now_ms()
-    }
-
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// What opening did.
-    pub fn outcome(&self) -> Outcome {
-        self.outcome
-    }
-
-    /// A read-only connection (`PRAGMA query_only`), for the generated read helpers, the query
-    /// macros and any SQL of your own that reads. A statement that would write fails with
-    /// [`Error::ReadOnly`]: writes go through the domain operations, which keep the invariants.
-    ///
-    /// # Examples
-    /// ```
-    /// use seed_agents_store::{schema::accounts, Store};
-    ///
-    /// let dir = tempfile::tempdir()?;
-    /// let mut store = Store::open(dir.path().join("agents.sqlite"))?;
-    /// store.touch_account("acct-1")?;
-    /// assert!(accounts::get(store.conn(), "acct-1")?.is_some());
-    /// let write = store.conn().execute("DELETE FROM accounts", []);
-    /// assert!(write.is_err());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn conn(&self) -> &Connection {
-        error::working_on(&self.path, self.read_only);
-        self.reader.as_ref().unwrap_or(&self.conn)
-    }
-
-    /// The write connection, for the transaction frame.
-    pub(crate) fn writer(&mut self) -> &mut Connection {
-        error::working_on(&self.path, self.read_only);
-        &mut self.conn
-    }
-
-    /// Sets how long a commit waits for the disk. [`Durability::Full`] (the default) makes every
-    /// committed write survive a power cut; [`Durability::Normal`] can lose the last commits to
-    /// one (never the file's integrity, in WAL mode) for faster writes. For this store only,
-    /// until it is dropped.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] when the pragma fails.
-    pub fn set_durability(&mut self, durability: Durability) -> Result<()> {
-        let mode = match durability {
-            Durability::Full => "FULL",
-            Durability::Normal => "NORMAL",
-        };
-        self.writer().pragma_update(None, "synchronous", mode)?;
-        Ok(())
-    }
-
-    /// Row counts of every table, in schema order.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] when a count fails.
-    pub fn table_counts(&self) -> Result<Vec<(&'static str, i64)>> {
-        schema::TABLE_COUNTS
-            .iter()
-            .map(|(t, count)| Ok((*t, count(self.conn())?)))
-            .collect()
+        OpenOptions::new().open_read_only(path)
     }
 }
 
@@ -284,109 +148,6 @@ fn configure(conn: &mut Connection, outcome: Outcome) -> Result<()> {
     switch_to_wal(conn)?;
     configure_cache(conn)?;
     statistics::keep(conn, outcome)
-}
-
-/// How to open a store read-write; [`Store::open`] is `Store::options().open(path)`.
-///
-/// ```
-/// use seed_agents_store::{Progress, Store};
-///
-/// # fn main() -> seed_agents_store::Result<()> {
-/// # let dir = tempfile::tempdir().unwrap();
-/// let store = Store::options()
-///     .on_progress(|p| {
-///         if let Progress::Migrated { step, steps, name, rows } = p {
-///             eprintln!("[{step}/{steps}] {name}: {rows} rows");
-///         }
-///     })
-///     .open(dir.path().join("agents.sqlite"))?;
-/// # drop(store);
-/// # Ok(())
-/// # }
-/// ```
-#[must_use]
-pub struct OpenOptions {
-    clock: Arc<dyn Clock>,
-    progress: Box<dyn FnMut(Progress<'_>)>,
-}
-
-impl Default for OpenOptions {
-    fn default() -> Self {
-        OpenOptions::new()
-    }
-}
-
-impl std::fmt::Debug for OpenOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenOptions").finish_non_exhaustive()
-    }
-}
-
-impl OpenOptions {
-    /// The defaults: the system clock, no progress observer.
-    pub fn new() -> Self {
-        OpenOptions {
-            clock: Arc::new(SystemClock),
-            progress: Box::new(|_| {}),
-        }
-    }
-
-    /// The clock every operation takes "now" from.
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// Called as opening installs the baseline or migrates: each step as it starts and as it
-    /// ends, with the rows it changed. Opening a current file calls it never.
-    pub fn on_progress(mut self, observer: impl FnMut(Progress<'_>) + 'static) -> Self {
-        self.progress = Box::new(observer);
-        self
-    }
-
-    /// Opens `path` as [`Store::open`] does, with these options.
-    ///
-    /// # Errors
-    /// As [`Store::open`].
-    pub fn open(mut self, path: impl AsRef<Path>) -> Result<Store> {
-        let shared: Arc<Path> = Arc::from(path.as_ref());
-        error::working_on(&shared, false);
-        let path = shared.to_path_buf();
-        storage::prepare(&path)?;
-        let at = |e: rusqlite::Error| Error::from_sqlite(e, &path);
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn = Connection::open_with_flags(&path, flags)
-            .map_err(|e| storage::open_failed(e, &path))?;
-        storage::writable(&conn, &path)?;
-        crate::busy::install(&mut conn).map_err(at)?;
-        conn.pragma_update(None, "foreign_keys", true).map_err(at)?;
-        let state = gate::inspect(&conn, &path)?;
-        let outcome = migrate::upgrade(&mut conn, &path, state, &mut *self.progress)
-            .map_err(|e| e.at(&path))?;
-        configure(&mut conn, outcome).map_err(|e| after_commit(e.at(&path), &path, outcome))?;
-        let reader = open_reader(&path).map_err(|e| after_commit(e.at(&path), &path, outcome))?;
-        Ok(Store {
-            conn,
-            reader: Some(reader),
-            path: shared,
-            read_only: false,
-            outcome,
-            clock: self.clock,
-        })
-    }
-}
-
-/// How long a commit waits for the disk (SQLite's `synchronous`); see
-/// [`Store::set_durability`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Durability {
-    /// Every commit is on the disk before it returns (`synchronous = FULL`).
-    Full,
-    /// Commits reach the disk at checkpoints; a power cut can lose the last ones
-    /// (`synchronous = NORMAL`).
-    Normal,
 }
 
 /// What `status` found, read-only.
@@ -477,24 +238,195 @@ pub(crate) fn snapshot<T>(path: &Path, look: impl Fn(&Connection) -> Result<T>) 
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// How to open a store read-write; [`Store::open`] is `Store::options().open(path)`.
+///
+/// ```
+/// use seed_agents_store::{Progress, Store};
+///
+/// # fn main() -> seed_agents_store::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let store = Store::options()
+///     .on_progress(|p| {
+///         if let Progress::Migrated { step, steps, name, rows } = p {
+///             eprintln!("[{step}/{steps}] {name}: {rows} rows");
+///         }
+///     })
+///     .open(dir.path().join("agents.sqlite"))?;
+/// # drop(store);
+/// # Ok(())
+/// # }
+/// ```
+#[must_use]
+pub struct OpenOptions {
+    clock: Arc<dyn Clock>,
+    progress: Box<dyn FnMut(Progress<'_>)>,
+    sharing: Sharing,
+}
 
-    #[test]
-    fn durability_sets_the_writers_synchronous_mode() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path().join("d.sqlite")).unwrap();
-        let mode = |store: &mut Store| -> i64 {
-            store
-                .writer()
-                .query_row("PRAGMA synchronous", [], |r| r.get(0))
-                .unwrap()
-        };
-        assert_eq!(mode(&mut store), 2, "FULL by default");
-        store.set_durability(Durability::Normal).unwrap();
-        assert_eq!(mode(&mut store), 1);
-        store.set_durability(Durability::Full).unwrap();
-        assert_eq!(mode(&mut store), 2);
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions::new()
     }
 }
+
+impl std::fmt::Debug for OpenOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenOptions").finish_non_exhaustive()
+    }
+}
+
+impl OpenOptions {
+    /// The defaults: the system clock, no progress observer, [`DEFAULT_READ_CONNECTIONS`]
+    /// read connections, a busy timeout of [`busy::DEADLINE`](crate::busy::DEADLINE), batches
+    /// of at most [`DEFAULT_BATCH_OPERATIONS`] operations open at most [`DEFAULT_BATCH_AGE`].
+    pub fn new() -> Self {
+        OpenOptions {
+            clock: Arc::new(SystemClock),
+            progress: Box::new(|_| {}),
+            sharing: Sharing {
+                read_connections: DEFAULT_READ_CONNECTIONS,
+                busy_timeout: crate::busy::DEADLINE,
+                batch: Bounds {
+                    operations: DEFAULT_BATCH_OPERATIONS,
+                    age: DEFAULT_BATCH_AGE,
+                },
+            },
+        }
+    }
+
+    /// How many read connections the pool may open (at least 1): as many reads run at once.
+    pub fn read_connections(mut self, n: usize) -> Self {
+        self.sharing.read_connections = n.max(1);
+        self
+    }
+
+    /// How long an operation waits for a lock another process holds, or a read for a free
+    /// pooled connection, before failing with [`Error::Busy`]. Opening itself keeps the
+    /// default.
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.sharing.busy_timeout = timeout;
+        self
+    }
+
+    /// Group commit's bounds: a batch is committed once it holds `operations` operations or
+    /// has been open for `age`, even while more wait to join (under light load it is committed
+    /// at once: nobody waits). `operations` 1 commits every operation alone.
+    pub fn group_commit(mut self, operations: usize, age: Duration) -> Self {
+        self.sharing.batch = Bounds {
+            operations: operations.max(1),
+            age,
+        };
+        self
+    }
+
+    /// The clock every operation takes "now" from.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Called as opening installs the baseline or migrates: each step as it starts and as it
+    /// ends, with the rows it changed. Opening a current file calls it never.
+    pub fn on_progress(mut self, observer: impl FnMut(Progress<'_>) + 'static) -> Self {
+        self.progress = Box::new(observer);
+        self
+    }
+
+    /// Opens `path` as [`Store::open`] does, with these options.
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    pub fn open(mut self, path: impl AsRef<Path>) -> Result<Store> {
+        let shared: Arc<Path> = Arc::from(path.as_ref());
+        error::working_on(&shared, false);
+        let path = shared.to_path_buf();
+        storage::prepare(&path)?;
+        let at = |e: rusqlite::Error| Error::from_sqlite(e, &path);
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = Connection::open_with_flags(&path, flags)
+            .map_err(|e| storage::open_failed(e, &path))?;
+        storage::writable(&conn, &path)?;
+        crate::busy::install(&mut conn).map_err(at)?;
+        conn.pragma_update(None, "foreign_keys", true).map_err(at)?;
+        let state = gate::inspect(&conn, &path)?;
+        let outcome = migrate::upgrade(&mut conn, &path, state, &mut *self.progress)
+            .map_err(|e| e.at(&path))?;
+        configure(&mut conn, outcome).map_err(|e| after_commit(e.at(&path), &path, outcome))?;
+        let opener: Opener = Box::new(move || open_reader(&path).map_err(|e| e.at(&path)));
+        let first_reader = opener().map_err(|e| after_commit(e, shared.as_ref(), outcome))?;
+        let parts = Parts {
+            writer: conn,
+            first_reader,
+            opener,
+            path: shared.clone(),
+            read_only: false,
+            outcome,
+            clock: self.clock,
+        };
+        Store::assemble(parts, self.sharing)
+            .map_err(|e| after_commit(e.at(&shared), &shared, outcome))
+    }
+
+    /// Opens `path` as [`Store::open_read_only`] does, with these options (the progress
+    /// observer is never called: nothing is installed or migrated).
+    ///
+    /// # Errors
+    /// As [`Store::open_read_only`].
+    pub fn open_read_only(self, path: impl AsRef<Path>) -> Result<Store> {
+        let shared: Arc<Path> = Arc::from(path.as_ref());
+        error::working_on(&shared, true);
+        let path = shared.to_path_buf();
+        storage::check_path(&path)?;
+        std::fs::metadata(&path).map_err(|e| Error::from_io(e, &path))?;
+        let (conn, _) = storage::open_read_only(&path, Look::Live)?;
+        let at = |e: rusqlite::Error| Error::from_sqlite(e, &path);
+        conn.pragma_update(None, "foreign_keys", true).map_err(at)?;
+        conn.pragma_update(None, "query_only", true).map_err(at)?;
+        let latest = schema::SCHEMA_VERSION;
+        let needs = |what: String| Error::ReadOnly {
+            path: path.clone(),
+            detail: format!("{what}, which a read-only open cannot do; open it read-write first"),
+        };
+        match gate::inspect(&conn, &path)? {
+            State::Fresh => {
+                return Err(needs(format!(
+                    "it is empty and needs version {latest} installed"
+                )))
+            }
+            State::At(v) if v < latest => {
+                return Err(needs(format!(
+                    "it is at version {v} and needs migrating to {latest}"
+                )))
+            }
+            State::At(_) => {}
+        }
+        configure_cache(&conn).map_err(|e| e.at(&path))?;
+        let opener: Opener = Box::new(move || {
+            let (conn, _) = storage::open_read_only(&path, Look::Live)?;
+            conn.pragma_update(None, "foreign_keys", true)?;
+            conn.pragma_update(None, "query_only", true)?;
+            configure_cache(&conn)?;
+            Ok(conn)
+        });
+        let first_reader = opener()?;
+        let parts = Parts {
+            writer: conn,
+            first_reader,
+            opener,
+            path: shared,
+            read_only: true,
+            outcome: Outcome::Current { version: latest },
+            clock: self.clock,
+        };
+        Store::assemble(parts, self.sharing)
+    }
+}
+
+/// Read connections a store opens at most, by default.
+pub const DEFAULT_READ_CONNECTIONS: usize = 4;
+/// Operations one group-commit batch holds at most, by default.
+pub const DEFAULT_BATCH_OPERATIONS: usize = 128;
+/// How long a group-commit batch stays open for more operations at most, by default.
+pub const DEFAULT_BATCH_AGE: Duration = Duration::from_millis(4);

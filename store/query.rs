@@ -8,6 +8,7 @@
 use crate::error::{Error, Result};
 use rusqlite::types::{ToSql, Value};
 use rusqlite::{Connection, Row};
+use std::borrow::Borrow;
 
 /// A statement checked at compile time, ready to run on a connection.
 pub struct Query<'a, R> {
@@ -49,10 +50,10 @@ impl<'a, R> Query<'a, R> {
     ///
     /// # Errors
     /// [`Error::Sqlite`] when SQLite fails, or a decoding error of a value (see [`FromColumn`]).
-    pub fn fetch_all(self, conn: &Connection) -> Result<Vec<R>> {
+    pub fn fetch_all(self, conn: &impl Borrow<Connection>) -> Result<Vec<R>> {
         let decode = self.decode;
         let mut out = Vec::new();
-        each_row(conn, self.sql, self.params, &mut |row| {
+        each_row(conn.borrow(), self.sql, self.params, &mut |row| {
             out.push(decode(row)?);
             Ok(true)
         })?;
@@ -63,10 +64,10 @@ impl<'a, R> Query<'a, R> {
     ///
     /// # Errors
     /// As [`Query::fetch_all`].
-    pub fn fetch_optional(self, conn: &Connection) -> Result<Option<R>> {
+    pub fn fetch_optional(self, conn: &impl Borrow<Connection>) -> Result<Option<R>> {
         let decode = self.decode;
         let mut out = None;
-        each_row(conn, self.sql, self.params, &mut |row| {
+        each_row(conn.borrow(), self.sql, self.params, &mut |row| {
             out = Some(decode(row)?);
             Ok(false)
         })?;
@@ -77,7 +78,7 @@ impl<'a, R> Query<'a, R> {
     ///
     /// # Errors
     /// [`Error::NoRows`] when the statement returns none; otherwise as [`Query::fetch_all`].
-    pub fn fetch_one(self, conn: &Connection) -> Result<R> {
+    pub fn fetch_one(self, conn: &impl Borrow<Connection>) -> Result<R> {
         let sql = self.sql;
         self.fetch_optional(conn)?.ok_or(Error::NoRows { sql })
     }
@@ -86,8 +87,8 @@ impl<'a, R> Query<'a, R> {
     ///
     /// # Errors
     /// [`Error::Sqlite`] when SQLite fails (including when the statement returns rows).
-    pub fn execute(self, conn: &Connection) -> Result<usize> {
-        let mut stmt = conn.prepare_cached(self.sql)?;
+    pub fn execute(self, conn: &impl Borrow<Connection>) -> Result<usize> {
+        let mut stmt = conn.borrow().prepare_cached(self.sql)?;
         Ok(stmt.execute(self.params)?)
     }
 }

@@ -473,7 +473,7 @@ fn a_worker_write_naming_another_accounts_run_is_refused_and_writes_nothing() {
 /// reveals that the id is in use, nothing of the row, and writes nothing.
 #[test]
 fn a_caller_chosen_id_another_account_holds_is_taken_and_nothing_is_written() {
-    let (_dir, mut store, a, b) = world();
+    let (_dir, store, a, b) = world();
     let start = snapshot(&store);
     let mut new = trigger(
         B,

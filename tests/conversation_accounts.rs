@@ -22,6 +22,7 @@ fn open(dir: &tempfile::TempDir) -> (Store, ManualClock) {
 fn key_count(store: &Store) -> i64 {
     store
         .conn()
+        .unwrap()
         .query_row(
             "SELECT count(*) FROM server_config WHERE key = ?1",
             [KEY_CONFIG_NAME],
@@ -36,22 +37,25 @@ fn key_count(store: &Store) -> i64 {
 #[test]
 fn accounts_are_created_lazily_and_touched_by_account_owned_writes() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, clock) = open(&dir);
-    assert!(accounts::get(store.conn(), A).unwrap().is_none());
+    let (store, clock) = open(&dir);
+    assert!(accounts::get(&store.conn().unwrap(), A).unwrap().is_none());
     store
         .create_provider(A, "p", &ModelProviderConfig::new("openai"))
         .unwrap();
-    let row = accounts::get(store.conn(), A).unwrap().unwrap();
+    let row = accounts::get(&store.conn().unwrap(), A).unwrap().unwrap();
     assert_eq!((row.created_at, row.updated_at), (T, T));
     clock.set(T + 50);
     store.set_secret(A, "k", b"v", None).unwrap();
-    let row = accounts::get(store.conn(), A).unwrap().unwrap();
+    let row = accounts::get(&store.conn().unwrap(), A).unwrap().unwrap();
     assert_eq!((row.created_at, row.updated_at), (T, T + 50));
     // A clock that goes backwards never moves updated_at back.
     clock.set(T + 10);
     store.touch_account(A).unwrap();
     assert_eq!(
-        accounts::get(store.conn(), A).unwrap().unwrap().updated_at,
+        accounts::get(&store.conn().unwrap(), A)
+            .unwrap()
+            .unwrap()
+            .updated_at,
         T + 50
     );
     for bad in ["", " padded", &"x".repeat(257)] {
@@ -68,7 +72,7 @@ fn accounts_are_created_lazily_and_touched_by_account_owned_writes() {
 #[test]
 fn signers_are_authorized_by_grant_or_by_being_the_account() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _) = open(&dir);
+    let (store, _) = open(&dir);
     assert!(store.is_authorized_signer(A, A).unwrap());
     assert!(!store.is_authorized_signer(A, "device-1").unwrap());
     let cap = seed_agents_store::accounts::Capability {
@@ -110,7 +114,7 @@ fn signers_are_authorized_by_grant_or_by_being_the_account() {
 #[test]
 fn providers_are_created_listed_updated_and_deleted_per_account() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, clock) = open(&dir);
+    let (store, clock) = open(&dir);
     let mut config = ModelProviderConfig::new("openai");
     config.base_url = Some("https://api.example".into());
     config.extra.insert("future".into(), Ipld::Bool(true));
@@ -150,7 +154,7 @@ fn providers_are_created_listed_updated_and_deleted_per_account() {
 #[test]
 fn a_duplicate_provider_name_is_a_typed_conflict_scoped_per_account() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _) = open(&dir);
+    let (store, _) = open(&dir);
     let config = ModelProviderConfig::new("openai");
     store.create_provider(A, "main", &config).unwrap();
     let other = store.create_provider(A, "other", &config).unwrap();
@@ -186,13 +190,13 @@ fn a_duplicate_provider_name_is_a_typed_conflict_scoped_per_account() {
 #[test]
 fn a_secret_round_trips_and_its_ciphertext_is_nonce_body_tag_without_the_plaintext() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _) = open(&dir);
+    let (store, _) = open(&dir);
     let plaintext = b"sk-live-0123456789abcdef-very-secret";
     let info = store
         .set_secret(A, " openai-key ", plaintext, None)
         .unwrap();
     assert_eq!(info.name, "openai-key");
-    let row = secret_rows::get_by_name(store.conn(), A, "openai-key")
+    let row = secret_rows::get_by_name(&store.conn().unwrap(), A, "openai-key")
         .unwrap()
         .unwrap();
     assert_eq!(row.ciphertext.len(), 12 + plaintext.len() + 16);
@@ -211,7 +215,7 @@ fn a_secret_round_trips_and_its_ciphertext_is_nonce_body_tag_without_the_plainte
     );
     // Two writes of the same value use fresh nonces.
     store.set_secret(A, "again", plaintext, None).unwrap();
-    let again = secret_rows::get_by_name(store.conn(), A, "again")
+    let again = secret_rows::get_by_name(&store.conn().unwrap(), A, "again")
         .unwrap()
         .unwrap();
     assert_ne!(again.ciphertext[..12], row.ciphertext[..12]);
@@ -220,7 +224,7 @@ fn a_secret_round_trips_and_its_ciphertext_is_nonce_body_tag_without_the_plainte
 #[test]
 fn plaintext_never_shows_in_debug_lists_or_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _) = open(&dir);
+    let (store, _) = open(&dir);
     let info = store.set_secret(A, "k", b"hunter2-secret", None).unwrap();
     let plain: SecretPlaintext = store.decrypt_secret(A, "k").unwrap();
     let shown = format!(
@@ -235,7 +239,7 @@ fn plaintext_never_shows_in_debug_lists_or_errors() {
 #[test]
 fn setting_a_secret_again_keeps_its_id_and_created_at() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, clock) = open(&dir);
+    let (store, clock) = open(&dir);
     let mut meta = SecretMetadata::default();
     meta.insert("kind".into(), Ipld::String("api-key".into()));
     let first = store.set_secret(A, "k", b"one", Some(&meta)).unwrap();
@@ -259,7 +263,7 @@ fn setting_a_secret_again_keeps_its_id_and_created_at() {
 #[test]
 fn secret_names_and_values_are_bounded() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _) = open(&dir);
+    let (store, _) = open(&dir);
     assert!(matches!(
         store.set_secret(A, "   ", b"v", None),
         Err(Error::Invalid { field: "name", .. })
@@ -281,29 +285,29 @@ fn secret_names_and_values_are_bounded() {
 #[test]
 fn short_blobs_failed_tags_and_a_missing_key_are_distinct_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _) = open(&dir);
+    let (store, _) = open(&dir);
     // No key yet: decrypting a blob is NoSecretKey, and creates no key.
     assert!(matches!(
-        secrets::open(store.conn(), &[0u8; 40]),
+        secrets::open(&store.conn().unwrap(), &[0u8; 40]),
         Err(Error::NoSecretKey)
     ));
     assert_eq!(key_count(&store), 0);
     store.set_secret(A, "k", b"value", None).unwrap();
     for len in [0, 5, 12] {
         assert!(matches!(
-            secrets::open(store.conn(), &vec![1u8; len]),
+            secrets::open(&store.conn().unwrap(), &vec![1u8; len]),
             Err(Error::SecretTooShort { .. })
         ));
     }
     // A flipped bit anywhere fails the tag.
-    let mut blob = secret_rows::get_by_name(store.conn(), A, "k")
+    let mut blob = secret_rows::get_by_name(&store.conn().unwrap(), A, "k")
         .unwrap()
         .unwrap()
         .ciphertext;
     let last = blob.len() - 1;
     blob[last] ^= 1;
     assert!(matches!(
-        secrets::open(store.conn(), &blob),
+        secrets::open(&store.conn().unwrap(), &blob),
         Err(Error::SecretTagMismatch)
     ));
     // Removing the key makes stored secrets undecryptable, and decrypting does not recreate it.
@@ -337,7 +341,7 @@ fn two_connections_racing_for_the_first_key_create_one() {
             .map(|account| {
                 let (path, barrier) = (path.clone(), barrier.clone());
                 std::thread::spawn(move || {
-                    let mut store = Store::open(&path).unwrap();
+                    let store = Store::open(&path).unwrap();
                     barrier.wait();
                     store
                         .set_secret(account, "k", account.as_bytes(), None)
@@ -348,11 +352,11 @@ fn two_connections_racing_for_the_first_key_create_one() {
         for h in handles {
             h.join().unwrap();
         }
-        let mut store = Store::open(&path).unwrap();
+        let store = Store::open(&path).unwrap();
         assert_eq!(key_count(&store), 1);
         // Later writes read the key back; they never replace it.
         let key = |store: &Store| -> Vec<u8> {
-            seed_agents_store::schema::server_config::get(store.conn(), KEY_CONFIG_NAME)
+            seed_agents_store::schema::server_config::get(&store.conn().unwrap(), KEY_CONFIG_NAME)
                 .unwrap()
                 .unwrap()
                 .value

@@ -67,7 +67,7 @@ fn plan(steps: Vec<RunPlanStep>) -> RunPlan {
 #[test]
 fn an_agent_is_created_idle_and_its_definition_keeps_unknown_fields() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, clock) = open(&dir);
+    let (store, clock) = open(&dir);
     let mut definition = AgentDefinition {
         mcp_servers: Some(vec!["linear".into()]),
         ..AgentDefinition::default()
@@ -132,7 +132,7 @@ fn an_agent_is_created_idle_and_its_definition_keeps_unknown_fields() {
 #[test]
 fn a_state_dir_must_be_a_safe_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _) = open(&dir);
+    let (store, _) = open(&dir);
     for bad in ["", "  ", "/", "/data/../etc", "../x"] {
         assert!(
             matches!(
@@ -151,7 +151,7 @@ fn a_state_dir_must_be_a_safe_directory() {
 #[test]
 fn agents_list_newest_first_in_stable_keyset_pages() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, clock) = open(&dir);
+    let (store, clock) = open(&dir);
     let mut ids = Vec::new();
     for i in 0..7 {
         clock.set(T + i / 2); // pairs share a timestamp: the id breaks the tie
@@ -198,7 +198,7 @@ fn agents_list_newest_first_in_stable_keyset_pages() {
 #[test]
 fn collaborators_are_invited_accepted_changed_and_removed() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, clock) = open(&dir);
+    let (store, clock) = open(&dir);
     let agent = store.create_agent(A, &new_agent("/d/a")).unwrap().id;
     let invite = store
         .invite_collaborator(A, &agent, B, Role::Reader)
@@ -274,7 +274,7 @@ fn collaborators_are_invited_accepted_changed_and_removed() {
 #[test]
 fn access_answers_owner_writer_reader_public_reader_or_none() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _) = open(&dir);
+    let (store, _) = open(&dir);
     let agent = store.create_agent(A, &new_agent("/d/a")).unwrap().id;
     assert_eq!(store.access(&agent, A).unwrap(), Access::Owner);
     assert!(
@@ -312,7 +312,7 @@ fn access_answers_owner_writer_reader_public_reader_or_none() {
 #[test]
 fn sessions_are_created_in_the_agents_account_with_lineage() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _) = open(&dir);
+    let (store, _) = open(&dir);
     let agent = store.create_agent(A, &new_agent("/d/a")).unwrap().id;
     let parent = store.create_session(A, &session_of(&agent)).unwrap();
     assert_eq!(parent.title_source, TitleSource::System);
@@ -352,7 +352,7 @@ fn sessions_are_created_in_the_agents_account_with_lineage() {
 #[test]
 fn session_pages_are_stable_under_concurrent_inserts_and_filter_children() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, clock) = open(&dir);
+    let (store, clock) = open(&dir);
     let agent = store.create_agent(A, &new_agent("/d/a")).unwrap().id;
     let mut top = Vec::new();
     for i in 0..120 {
@@ -373,7 +373,7 @@ fn session_pages_are_stable_under_concurrent_inserts_and_filter_children() {
     assert_eq!(default_page.items.len(), 50, "default page size");
     // Page through 25 at a time while another connection keeps inserting sessions.
     let path = dir.path().join("db.sqlite");
-    let mut writer = Store::open_with_clock(&path, Arc::new(ManualClock::new(T + 1_000))).unwrap();
+    let writer = Store::open_with_clock(&path, Arc::new(ManualClock::new(T + 1_000))).unwrap();
     let mut seen = Vec::new();
     let mut after: Option<Cursor> = None;
     loop {
@@ -432,7 +432,7 @@ fn session_pages_are_stable_under_concurrent_inserts_and_filter_children() {
 #[test]
 fn a_user_title_is_never_overwritten_and_agent_replaces_system_but_not_user() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _) = open(&dir);
+    let (store, _) = open(&dir);
     let agent = store.create_agent(A, &new_agent("/d/a")).unwrap().id;
     let s = store.create_session(A, &session_of(&agent)).unwrap().id;
     let title = |store: &Store| {
@@ -471,7 +471,7 @@ fn a_user_title_is_never_overwritten_and_agent_replaces_system_but_not_user() {
 #[test]
 fn a_plan_settles_when_every_step_is_terminal_and_reopens() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, clock) = open(&dir);
+    let (store, clock) = open(&dir);
     let agent = store.create_agent(A, &new_agent("/d/a")).unwrap().id;
     let s = store.create_session(A, &session_of(&agent)).unwrap().id;
     let stored = |store: &Store| -> RunPlan {
@@ -536,7 +536,7 @@ fn a_plan_settles_when_every_step_is_terminal_and_reopens() {
 #[test]
 fn resolved_by_and_settled_at_are_accepted_only_from_the_runtime() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _) = open(&dir);
+    let (store, _) = open(&dir);
     let agent = store.create_agent(A, &new_agent("/d/a")).unwrap().id;
     let s = store.create_session(A, &session_of(&agent)).unwrap().id;
     let mut resolved = step("a", "done");
@@ -584,7 +584,7 @@ fn resolved_by_and_settled_at_are_accepted_only_from_the_runtime() {
 #[test]
 fn model_override_description_and_thoroughness_are_set_and_cleared() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, clock) = open(&dir);
+    let (store, clock) = open(&dir);
     let agent = store.create_agent(A, &new_agent("/d/a")).unwrap().id;
     let s = store.create_session(A, &session_of(&agent)).unwrap().id;
     clock.set(T + 4);

@@ -129,7 +129,7 @@ fn deleting_a_session_detaches_runs_and_firings_and_promotes_children() {
     run(conn, "r1", &a, Some(&parent), Some("f1"));
 
     store.delete_session(A, &parent).unwrap();
-    let conn = store.conn();
+    let conn = &store.conn().unwrap();
     assert!(store.session(A, &parent).unwrap().is_none());
     let promoted = store.session(A, &child).unwrap().unwrap();
     assert_eq!(promoted.parent_session_id, None);
@@ -225,7 +225,7 @@ fn deleting_an_agent_removes_what_it_owns_detaches_history_and_its_state_dir() {
     let deletion = store.delete_agent(A, &x).unwrap();
     assert_eq!(deletion.sessions, 2);
     assert!(!state_dir.exists(), "state_dir removed after the commit");
-    let conn = store.conn();
+    let conn = &store.conn().unwrap();
     let gone = |sql: &str, id: &str| assert_eq!(count(conn, sql, id), 0, "{sql}");
     gone("SELECT count(*) FROM agents WHERE id = ?1", &x);
     gone("SELECT count(*) FROM sessions WHERE agent_id = ?1", &x);
@@ -401,7 +401,7 @@ fn deleting_an_agent_leaves_none_of_its_runs_claimable_or_waiting() {
     }
     assert_eq!(
         count(
-            store.conn(),
+            &store.conn().unwrap(),
             "SELECT count(*) FROM run_event_waits WHERE run_id = ?1",
             &waiting.id
         ),

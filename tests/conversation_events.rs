@@ -24,7 +24,7 @@ fn store_at(path: &Path) -> (Store, ManualClock) {
 
 /// A store with one agent and one top-level session; returns (store, clock, agent, session).
 fn fixture(path: &Path) -> (Store, ManualClock, String, String) {
-    let (mut store, clock) = store_at(path);
+    let (store, clock) = store_at(path);
     let agent = store
         .create_agent(
             A,
@@ -81,7 +81,7 @@ fn seqs(store: &Store, session: &str) -> Vec<i64> {
 #[test]
 fn seq_is_contiguous_from_one_per_session() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _, agent, s1) = fixture(&dir.path().join("db.sqlite"));
+    let (store, _, agent, s1) = fixture(&dir.path().join("db.sqlite"));
     let s2 = store
         .create_session(
             A,
@@ -106,7 +106,7 @@ fn seq_is_contiguous_from_one_per_session() {
 #[test]
 fn appending_to_an_unknown_session_is_not_found_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _, _, _) = fixture(&dir.path().join("db.sqlite"));
+    let (store, _, _, _) = fixture(&dir.path().join("db.sqlite"));
     let err = store.append_event(A, "nope", &tool_call("c")).unwrap_err();
     assert!(
         matches!(
@@ -124,7 +124,7 @@ fn appending_to_an_unknown_session_is_not_found_and_writes_nothing() {
 #[test]
 fn the_events_of_a_turn_are_appended_together_or_not_at_all() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _, _, session) = fixture(&dir.path().join("db.sqlite"));
+    let (store, _, _, session) = fixture(&dir.path().join("db.sqlite"));
     store
         .append_event(A, &session, &tool_call("before"))
         .unwrap();
@@ -203,7 +203,7 @@ fn assert_contiguous(store: &Store, session: &str, writers: i64) {
 }
 
 fn append_many(path: &Path, session: &str, writer: &str) {
-    let mut store = Store::open(path).unwrap();
+    let store = Store::open(path).unwrap();
     for i in 0..PER_WRITER {
         let event = SessionEventPayload::ToolCall(ToolCallEvent {
             id: format!("{writer}-{i}"),
@@ -315,7 +315,7 @@ fn rollups_are_null_until_the_first_event() {
 #[test]
 fn a_user_message_moves_every_rollup_column() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, clock, agent, session) = fixture(&dir.path().join("db.sqlite"));
+    let (store, clock, agent, session) = fixture(&dir.path().join("db.sqlite"));
     clock.set(T + 5);
     store
         .append_event(A, &session, &message(MessageRole::User, "hi", None))
@@ -345,7 +345,7 @@ fn a_user_message_moves_every_rollup_column() {
 #[test]
 fn tool_activity_moves_only_activity_columns() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, clock, agent, session) = fixture(&dir.path().join("db.sqlite"));
+    let (store, clock, agent, session) = fixture(&dir.path().join("db.sqlite"));
     clock.set(T + 1);
     store
         .append_event(A, &session, &message(MessageRole::User, "hi", None))
@@ -422,7 +422,7 @@ fn tool_activity_moves_only_activity_columns() {
 #[test]
 fn a_child_sessions_message_moves_only_the_agents_activity() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, clock, agent, parent) = fixture(&dir.path().join("db.sqlite"));
+    let (store, clock, agent, parent) = fixture(&dir.path().join("db.sqlite"));
     let child = store
         .create_session(
             A,
@@ -456,7 +456,7 @@ fn a_child_sessions_message_moves_only_the_agents_activity() {
 #[test]
 fn a_stamped_trigger_or_user_actor_is_what_message_from_records() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _, agent, session) = fixture(&dir.path().join("db.sqlite"));
+    let (store, _, agent, session) = fixture(&dir.path().join("db.sqlite"));
     store
         .append_event(
             A,
@@ -502,7 +502,7 @@ fn the_actor_derives_from_the_shape_when_absent() {
 #[test]
 fn every_append_moves_the_sessions_updated_at_but_not_the_agents() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, clock, agent, session) = fixture(&dir.path().join("db.sqlite"));
+    let (store, clock, agent, session) = fixture(&dir.path().join("db.sqlite"));
     clock.set(T + 100);
     store.append_event(A, &session, &tool_call("c")).unwrap();
     assert_eq!(
@@ -518,7 +518,7 @@ fn every_append_moves_the_sessions_updated_at_but_not_the_agents() {
 #[test]
 fn replay_returns_events_after_a_seq_ascending_with_an_optional_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _, _, session) = fixture(&dir.path().join("db.sqlite"));
+    let (store, _, _, session) = fixture(&dir.path().join("db.sqlite"));
     for i in 0..10 {
         store
             .append_event(A, &session, &tool_call(&format!("c{i}")))
@@ -560,7 +560,7 @@ fn replay_returns_events_after_a_seq_ascending_with_an_optional_limit() {
 #[test]
 fn an_unknown_event_map_is_stored_and_replayed_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _, _, session) = fixture(&dir.path().join("db.sqlite"));
+    let (store, _, _, session) = fixture(&dir.path().join("db.sqlite"));
     // {"x": 1, "type": "future", "nested": {"b": [true]}} written by hand, canonically.
     let bytes = [
         &[0xa3, 0x61, b'x', 0x01][..],

@@ -67,7 +67,7 @@ fn create(
 }
 
 fn agent_count(store: &Store, account: &str) -> usize {
-    agent_rows::list_by_account_id(store.conn(), account)
+    agent_rows::list_by_account_id(&store.conn().unwrap(), account)
         .unwrap()
         .len()
 }
@@ -155,7 +155,7 @@ fn ids_are_scoped_per_account_and_action() {
     }
     assert_eq!(runs.get(), 3);
     assert_eq!(
-        action_idempotency::list_by_account_id(store.conn(), A)
+        action_idempotency::list_by_account_id(&store.conn().unwrap(), A)
             .unwrap()
             .len(),
         2
@@ -201,7 +201,7 @@ fn client_ids_are_trimmed_required_when_present_and_bounded() {
 #[test]
 fn a_failed_create_records_nothing_and_can_be_retried() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = open(&dir);
+    let store = open(&dir);
     let err = store
         .idempotent(A, Action::CreateSession, Some("s-1"), &"req", |tx, now| {
             // Fails: the agent does not exist; nothing may be recorded.
@@ -219,7 +219,7 @@ fn a_failed_create_records_nothing_and_can_be_retried() {
         .unwrap_err();
     assert!(matches!(err, Error::NotFound { what: "agent", .. }));
     assert!(
-        action_idempotency::get(store.conn(), A, "CreateSession", "s-1")
+        action_idempotency::get(&store.conn().unwrap(), A, "CreateSession", "s-1")
             .unwrap()
             .is_none()
     );
@@ -247,7 +247,7 @@ fn a_failed_create_records_nothing_and_can_be_retried() {
 #[test]
 fn the_message_session_form_records_only_on_success_under_the_acting_account() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = open(&dir);
+    let store = open(&dir);
     let agent = store.create_agent(A, &new_agent()).unwrap().id;
     let session = store
         .create_session(

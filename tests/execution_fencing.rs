@@ -23,9 +23,8 @@ fn snapshot(f: &Fixture) -> Vec<String> {
         "sessions",
         "session_events",
     ] {
-        let mut stmt = f
-            .store
-            .conn()
+        let conn = f.store.conn().unwrap();
+        let mut stmt = conn
             .prepare(&format!("SELECT * FROM {table} ORDER BY 1, 2"))
             .unwrap();
         let columns = stmt.column_count();

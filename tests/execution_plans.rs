@@ -25,7 +25,7 @@ fn plan(conn: &rusqlite::Connection, sql: &str) -> Vec<String> {
 
 #[test]
 fn every_hot_query_uses_its_index_and_scans_no_table() {
-    let mut f = fixture();
+    let f = fixture();
     // Some rows and fresh statistics, so the planner has a real choice to make.
     let s = f.session("s");
     for i in 0..50 {
@@ -68,7 +68,7 @@ fn the_claim_reads_the_undelayed_queue_in_index_order() {
         .find(|q| q.0 == "claim next")
         .unwrap()
         .1;
-    let text = plan(f.store.conn(), claim).join("\n");
+    let text = plan(&f.store.conn().unwrap(), claim).join("\n");
     // The two undelayed branches walk runs_dispatch on (status, queue, not_before IS NULL) and
     // need no sort; only the (small) due-delayed branches may sort.
     let searches = text

@@ -57,6 +57,7 @@ fn claimer(store: &mut Store, name: &str) -> (Vec<String>, usize) {
                     let session = run.session_id.clone().unwrap();
                     let live: i64 = store
                         .conn()
+                        .unwrap()
                         .query_row(
                             "SELECT count(*) FROM runs WHERE session_id = ?1 AND kind = 'agent' AND status IN ('claimed', 'running')",
                             [&session],
@@ -78,6 +79,7 @@ fn claimer(store: &mut Store, name: &str) -> (Vec<String>, usize) {
                 // few times before concluding the queue is empty.
                 let queued: i64 = store
                     .conn()
+                    .unwrap()
                     .query_row(
                         "SELECT count(*) FROM runs WHERE status = 'queued'",
                         [],
@@ -165,6 +167,7 @@ fn check_claims(f: &Fixture, all: Vec<String>, violations: usize) {
     let attempts: i64 = f
         .store
         .conn()
+        .unwrap()
         .query_row(
             "SELECT count(*) FROM runs WHERE attempt = 1 AND status = 'succeeded'",
             [],
@@ -435,8 +438,8 @@ fn race_child() {
 
 /// The waiting runs prepared by the parent, oldest first.
 fn signal_runs_from(store: &Store) -> Vec<String> {
-    let mut stmt = store
-        .conn()
+    let conn = store.conn().unwrap();
+    let mut stmt = conn
         .prepare("SELECT id FROM runs WHERE title LIKE 'waiter %' ORDER BY created_at, id")
         .unwrap();
     stmt.query_map([], |r| r.get(0))

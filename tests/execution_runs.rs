@@ -17,7 +17,7 @@ fn no_caps() -> ClaimLimits {
 
 #[test]
 fn enqueue_trims_the_title_and_requires_one() {
-    let mut f = fixture();
+    let f = fixture();
     let run = f.store.enqueue_run(&workflow_run("  build  ")).unwrap();
     assert_eq!(run.title.as_deref(), Some("build"));
     assert_eq!(run.status, Status::Queued);
@@ -44,7 +44,7 @@ fn enqueue_trims_the_title_and_requires_one() {
 
 #[test]
 fn a_child_takes_root_and_depth_from_its_parent_in_the_same_account() {
-    let mut f = fixture();
+    let f = fixture();
     let root = f.store.enqueue_run(&workflow_run("root")).unwrap();
     let mut child = workflow_run("child");
     child.parent_run_id = Some(root.id.clone());
@@ -89,7 +89,7 @@ fn a_child_takes_root_and_depth_from_its_parent_in_the_same_account() {
 
 #[test]
 fn a_duplicate_enqueue_with_a_chosen_id_returns_the_existing_row_and_never_another_accounts() {
-    let mut f = fixture();
+    let f = fixture();
     let mut new = workflow_run("first");
     new.id = Some("run-fixed".into());
     let first = f.store.enqueue_run(&new).unwrap();
@@ -116,7 +116,7 @@ fn a_duplicate_enqueue_with_a_chosen_id_returns_the_existing_row_and_never_anoth
 
 #[test]
 fn claim_takes_interactive_first_then_oldest_then_id_and_sets_the_lease() {
-    let mut f = fixture();
+    let f = fixture();
     let mut ids = Vec::new();
     for (i, queue) in [Queue::Background, Queue::Background, Queue::Interactive]
         .into_iter()
@@ -154,7 +154,7 @@ fn claim_takes_interactive_first_then_oldest_then_id_and_sets_the_lease() {
 
 #[test]
 fn claim_waits_for_not_before() {
-    let mut f = fixture();
+    let f = fixture();
     let mut later = workflow_run("later");
     later.not_before = Some(T0 + 5_000);
     let later = f.store.enqueue_run(&later).unwrap();
@@ -168,7 +168,7 @@ fn claim_waits_for_not_before() {
 
 #[test]
 fn a_delayed_run_that_is_due_competes_by_created_at() {
-    let mut f = fixture();
+    let f = fixture();
     let mut old = workflow_run("old");
     old.not_before = Some(T0 + 100);
     let old = f.store.enqueue_run(&old).unwrap();
@@ -187,7 +187,7 @@ fn a_delayed_run_that_is_due_competes_by_created_at() {
 
 #[test]
 fn claim_respects_per_kind_caps() {
-    let mut f = fixture();
+    let f = fixture();
     let s1 = f.session("s1");
     let s2 = f.session("s2");
     f.store.enqueue_run(&workflow_run("w1")).unwrap();
@@ -208,7 +208,7 @@ fn claim_respects_per_kind_caps() {
 
 #[test]
 fn at_most_one_claimed_or_running_agent_run_per_session() {
-    let mut f = fixture();
+    let f = fixture();
     let s = f.session("s");
     let first = f.store.enqueue_run(&agent_run(&s, "one")).unwrap();
     f.clock.advance(1);
@@ -235,7 +235,7 @@ fn at_most_one_claimed_or_running_agent_run_per_session() {
 
 #[test]
 fn claim_a_specific_run() {
-    let mut f = fixture();
+    let f = fixture();
     f.store.enqueue_run(&workflow_run("older")).unwrap();
     let target = f.store.enqueue_run(&workflow_run("target")).unwrap();
     let claimed = f.store.claim_run(A, &target.id, "w").unwrap().unwrap();
@@ -252,7 +252,7 @@ fn claim_a_specific_run() {
 
 #[test]
 fn start_keeps_the_first_started_at_across_attempts() {
-    let mut f = fixture();
+    let f = fixture();
     let mut new = workflow_run("retry me");
     new.max_attempts = 3;
     let run = f.store.enqueue_run(&new).unwrap();
@@ -295,7 +295,7 @@ fn timer(wake_at: i64) -> RunWait {
 
 #[test]
 fn park_clears_the_lease_and_sets_not_before_from_the_wake_time() {
-    let mut f = fixture();
+    let f = fixture();
     let run = f.store.enqueue_run(&workflow_run("sleep")).unwrap();
     f.store.claim_next_run("w", no_caps()).unwrap();
     let parked = f
@@ -330,7 +330,7 @@ fn park_clears_the_lease_and_sets_not_before_from_the_wake_time() {
 
 #[test]
 fn wake_due_timers_requeues_timer_waits_only() {
-    let mut f = fixture();
+    let f = fixture();
     let sleeper = f.store.enqueue_run(&workflow_run("sleeper")).unwrap();
     let listener = f.store.enqueue_run(&workflow_run("listener")).unwrap();
     f.store.claim_run(A, &sleeper.id, "w").unwrap();
@@ -358,7 +358,7 @@ fn wake_due_timers_requeues_timer_waits_only() {
 
 #[test]
 fn requeue_a_waiting_run() {
-    let mut f = fixture();
+    let f = fixture();
     let run = f.store.enqueue_run(&workflow_run("r")).unwrap();
     assert!(matches!(
         f.store.requeue_run(A, &run.id).unwrap_err(),
@@ -379,7 +379,7 @@ fn requeue_a_waiting_run() {
 
 #[test]
 fn resolving_the_last_child_requeues_the_parent() {
-    let mut f = fixture();
+    let f = fixture();
     let parent = f.store.enqueue_run(&workflow_run("parent")).unwrap();
     f.store.claim_next_run("w", no_caps()).unwrap();
     let wait = RunWait::Children(RunWaitChildren {
@@ -405,7 +405,7 @@ fn resolving_the_last_child_requeues_the_parent() {
 
 #[test]
 fn a_budget_pause_resumes() {
-    let mut f = fixture();
+    let f = fixture();
     let run = f.store.enqueue_run(&workflow_run("spender")).unwrap();
     f.store.claim_next_run("w", no_caps()).unwrap();
     assert!(matches!(
@@ -441,7 +441,7 @@ fn backoff_doubles_from_five_seconds_to_a_five_minute_cap() {
 
 #[test]
 fn a_retryable_failure_with_attempts_left_requeues_with_backoff_and_jitter() {
-    let mut f = fixture();
+    let f = fixture();
     let mut new = workflow_run("flaky");
     new.max_attempts = 2;
     let run = f.store.enqueue_run(&new).unwrap();
@@ -494,7 +494,7 @@ fn a_retryable_failure_with_attempts_left_requeues_with_backoff_and_jitter() {
 
 #[test]
 fn canceled_is_sticky_and_terminal_runs_refuse_another_finalize() {
-    let mut f = fixture();
+    let f = fixture();
     let run = f.store.enqueue_run(&workflow_run("c")).unwrap();
     f.store.claim_next_run("w", no_caps()).unwrap();
     f.store
@@ -539,7 +539,7 @@ fn usage(entries: &[(&str, i128)]) -> RunUsage {
 
 #[test]
 fn a_terminal_child_rolls_its_usage_into_the_parents_children_usage() {
-    let mut f = fixture();
+    let f = fixture();
     let parent = f.store.enqueue_run(&workflow_run("parent")).unwrap();
     f.store.claim_run(A, &parent.id, "w").unwrap();
     f.store
@@ -602,7 +602,7 @@ fn usage_of(tokens: i128) -> RunUsage {
 
 #[test]
 fn unmet_obligations_are_carried_in_output_and_error() {
-    let mut f = fixture();
+    let f = fixture();
     let obligation = UnmetObligation::TypedResult(UnmetTypedResult::default());
     let a = f.store.enqueue_run(&workflow_run("a")).unwrap();
     f.store.claim_run(A, &a.id, "w").unwrap();
@@ -648,7 +648,7 @@ fn unmet_obligations_are_carried_in_output_and_error() {
 
 #[test]
 fn cancel_tree_cancels_queued_and_waiting_members_and_reports_live_ones() {
-    let mut f = fixture();
+    let f = fixture();
     let root = f.store.enqueue_run(&workflow_run("root")).unwrap();
     let mut ids = Vec::new();
     for title in ["queued", "waiting", "running", "done"] {
@@ -701,7 +701,7 @@ fn cancel_tree_cancels_queued_and_waiting_members_and_reports_live_ones() {
 
 #[test]
 fn a_live_worker_renews_its_lease_and_a_worker_that_lost_it_cannot() {
-    let mut f = fixture();
+    let f = fixture();
     let run = f.store.enqueue_run(&workflow_run("r")).unwrap();
     f.store.claim_next_run("w1", no_caps()).unwrap();
     f.clock.advance(30_000);
@@ -736,7 +736,7 @@ fn a_live_worker_renews_its_lease_and_a_worker_that_lost_it_cannot() {
 
 #[test]
 fn continue_as_new_starts_a_successor_with_a_fresh_journal() {
-    let mut f = fixture();
+    let f = fixture();
     let s = f.session("s");
     let mut new = agent_run(&s, "loop");
     new.queue = Queue::Interactive;
@@ -790,7 +790,7 @@ fn continue_as_new_starts_a_successor_with_a_fresh_journal() {
 
 #[test]
 fn boot_sweep_requeues_everything_single_process_and_only_expired_leases_multi_process() {
-    let mut f = fixture();
+    let f = fixture();
     let a = f.store.enqueue_run(&workflow_run("a")).unwrap();
     let b = f.store.enqueue_run(&workflow_run("b")).unwrap();
     f.store.claim_run(A, &a.id, "dead").unwrap();
@@ -821,7 +821,7 @@ fn boot_sweep_requeues_everything_single_process_and_only_expired_leases_multi_p
 
 #[test]
 fn tree_session_and_tool_call_lookups() {
-    let mut f = fixture();
+    let f = fixture();
     let s = f.session("s");
     let root = f.store.enqueue_run(&agent_run(&s, "root")).unwrap();
     f.clock.advance(1);
@@ -870,7 +870,7 @@ fn tree_session_and_tool_call_lookups() {
 
 #[test]
 fn the_session_status_mirrors_the_runs_table() {
-    let mut f = fixture();
+    let f = fixture();
     let s = f.session("s");
     assert_eq!(f.session_status(&s), sessions::Status::Idle);
     let run = f.store.enqueue_run(&agent_run(&s, "turn")).unwrap();
@@ -936,7 +936,7 @@ fn the_session_status_mirrors_the_runs_table() {
 
 #[test]
 fn enqueue_refuses_another_accounts_agent_session_or_firing() {
-    let mut f = fixture();
+    let f = fixture();
     session_in(&f.store, B, AGENT_B, "theirs");
     let mut run = agent_run("theirs", "x");
     let err = f.store.enqueue_run(&run).unwrap_err();
@@ -974,7 +974,7 @@ fn enqueue_refuses_another_accounts_agent_session_or_firing() {
 
 #[test]
 fn turns_of_one_session_enqueued_in_the_same_millisecond_are_claimed_in_enqueue_order() {
-    let mut f = fixture();
+    let f = fixture();
     // The clock stands still: every turn is enqueued in the same millisecond, and the ids are
     // chosen so that id order is the reverse of enqueue order in half the sessions.
     let mut expected = Vec::new();
@@ -994,7 +994,7 @@ fn turns_of_one_session_enqueued_in_the_same_millisecond_are_claimed_in_enqueue_
     }
     // A second handle on the file (another process would do the same) enqueues in the same
     // millisecond too, and its turn lands after the first handle's.
-    let mut other = f.reopen();
+    let other = f.reopen();
     let late = other.enqueue_run(&agent_run("s00", "turn 3")).unwrap();
     expected[0].push(late.id);
     let mut claimed: Vec<Vec<String>> = vec![Vec::new(); 20];
@@ -1017,7 +1017,7 @@ fn a_listing_built_at_run_time_runs_on_the_read_connection_and_decodes_rows() {
     use sea_query::{Expr, ExprTrait, Order, Query};
     use seed_agents_store::schema::runs;
 
-    let mut f = fixture();
+    let f = fixture();
     let mut made = Vec::new();
     for title in ["one", "two", "three"] {
         made.push(f.store.enqueue_run(&workflow_run(title)).unwrap());

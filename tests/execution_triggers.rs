@@ -83,7 +83,7 @@ fn admitted(admission: Admission) -> trigger_firings::Row {
 
 #[test]
 fn create_update_enable_list_and_validate() {
-    let mut f = fixture();
+    let f = fixture();
     let created = f
         .store
         .create_trigger(&new_trigger("  daily  ", schedule()))
@@ -157,7 +157,7 @@ fn create_update_enable_list_and_validate() {
 
 #[test]
 fn every_source_kind_is_accepted_and_read_back() {
-    let mut f = fixture();
+    let f = fixture();
     let kinds = [
         filter("document-comment", "d"),
         filter("user-mention", "d"),
@@ -217,7 +217,7 @@ fn a_legacy_single_source_row_reads_unchanged() {
 
 #[test]
 fn schedule_webhook_and_run_keys_admit_once() {
-    let mut f = fixture();
+    let f = fixture();
     let t = f
         .store
         .create_trigger(&new_trigger("s", schedule()))
@@ -283,7 +283,7 @@ fn schedule_webhook_and_run_keys_admit_once() {
 
 #[test]
 fn firing_statuses_and_the_deterministic_run() {
-    let mut f = fixture();
+    let f = fixture();
     let t = f
         .store
         .create_trigger(&new_trigger("s", schedule()))
@@ -340,7 +340,7 @@ fn firing_statuses_and_the_deterministic_run() {
 
 #[test]
 fn activity_admission_claims_first_and_snapshots_the_context() {
-    let mut f = fixture();
+    let f = fixture();
     let source = activity(vec![("a", filter("document-comment", "d"))]);
     let t = f
         .store
@@ -401,7 +401,7 @@ fn activity_admission_claims_first_and_snapshots_the_context() {
 
 #[test]
 fn the_run_completed_loop_guard_stops_at_eight_hops() {
-    let mut f = fixture();
+    let f = fixture();
     let t = f
         .store
         .create_trigger(&new_trigger("chain", run_completed()))
@@ -443,7 +443,7 @@ fn the_run_completed_loop_guard_stops_at_eight_hops() {
 
 #[test]
 fn webhook_secrets_are_hashed_encrypted_returned_and_verified() {
-    let mut f = fixture();
+    let f = fixture();
     let created = f
         .store
         .create_trigger(&new_trigger("hook", webhook()))
@@ -454,7 +454,7 @@ fn webhook_secrets_are_hashed_encrypted_returned_and_verified() {
     let t = created.trigger;
     assert!(secret.expose().starts_with("whsec_"));
     assert_eq!(format!("{secret:?}"), "WebhookSecret(..)");
-    let stored = webhook_trigger_credentials::get(f.store.conn(), A, &t.id)
+    let stored = webhook_trigger_credentials::get(&f.store.conn().unwrap(), A, &t.id)
         .unwrap()
         .unwrap();
     assert_ne!(stored.secret_hash, secret.expose());
@@ -504,9 +504,11 @@ fn webhook_secrets_are_hashed_encrypted_returned_and_verified() {
         .unwrap()
         .webhook_secret
         .is_none());
-    assert!(webhook_trigger_credentials::get(f.store.conn(), A, &t.id)
-        .unwrap()
-        .is_none());
+    assert!(
+        webhook_trigger_credentials::get(&f.store.conn().unwrap(), A, &t.id)
+            .unwrap()
+            .is_none()
+    );
     let patch = TriggerPatch {
         source: Some(webhook()),
         ..TriggerPatch::default()
@@ -521,7 +523,7 @@ fn webhook_secrets_are_hashed_encrypted_returned_and_verified() {
 
 #[test]
 fn a_reused_idempotency_key_with_another_body_is_refused() {
-    let mut f = fixture();
+    let f = fixture();
     let t = f
         .store
         .create_trigger(&new_trigger("hook", webhook()))
@@ -585,7 +587,7 @@ fn a_reused_idempotency_key_with_another_body_is_refused() {
 
 #[test]
 fn delete_detaches_runs_and_removes_firings_claims_and_credentials_at_once() {
-    let mut f = fixture();
+    let f = fixture();
     let t = f
         .store
         .create_trigger(&new_trigger("hook", webhook()))
@@ -608,9 +610,11 @@ fn delete_detaches_runs_and_removes_firings_claims_and_credentials_at_once() {
         "the run keeps its history, detached"
     );
     assert!(f.store.firings(A, &t.id).unwrap().is_empty());
-    assert!(webhook_trigger_credentials::get(f.store.conn(), A, &t.id)
-        .unwrap()
-        .is_none());
+    assert!(
+        webhook_trigger_credentials::get(&f.store.conn().unwrap(), A, &t.id)
+            .unwrap()
+            .is_none()
+    );
     assert!(f.store.trigger(A, &t.id).unwrap().is_none());
     let _ = f.store.claim_next_run("w", ClaimLimits::default());
     let _ = RunOutcome::Canceled;
@@ -618,7 +622,7 @@ fn delete_detaches_runs_and_removes_firings_claims_and_credentials_at_once() {
 
 #[test]
 fn combining_retires_one_trigger_into_the_other_in_one_transaction() {
-    let mut f = fixture();
+    let f = fixture();
     let survivor = f
         .store
         .create_trigger(&new_trigger("comments", filter("document-comment", "d1")))
@@ -684,7 +688,7 @@ fn combining_retires_one_trigger_into_the_other_in_one_transaction() {
         (Some(survivor.id.as_str()), false)
     );
     // The legacy firing got the survivor's view from before the change, with no matches.
-    let context = trigger_firings::get(f.store.conn(), A, &legacy.id)
+    let context = trigger_firings::get(&f.store.conn().unwrap(), A, &legacy.id)
         .unwrap()
         .unwrap()
         .context_cbor
@@ -755,7 +759,7 @@ fn combining_retires_one_trigger_into_the_other_in_one_transaction() {
 
 #[test]
 fn combining_refuses_non_activity_triggers_and_self() {
-    let mut f = fixture();
+    let f = fixture();
     let a = f
         .store
         .create_trigger(&new_trigger("a", filter("site-update", "s")))
@@ -800,7 +804,7 @@ fn combining_refuses_non_activity_triggers_and_self() {
 
 #[test]
 fn deleting_a_survivor_takes_its_retired_predecessors_along() {
-    let mut f = fixture();
+    let f = fixture();
     let a = f
         .store
         .create_trigger(&new_trigger("a", filter("site-update", "s")))
@@ -827,7 +831,7 @@ fn deleting_a_survivor_takes_its_retired_predecessors_along() {
 
 #[test]
 fn watermarks_cursor_poll_success_and_error() {
-    let mut f = fixture();
+    let f = fixture();
     let url = "https://hm.example";
     let mut cursor = ActivityCursor::default();
     cursor.insert("after".into(), Ipld::String("c1".into()));

@@ -139,7 +139,7 @@ fn a_budget_pause_written_by_typescript_resumes() {
 
 #[test]
 fn the_stores_own_waits_are_the_typescript_bytes() {
-    let mut f = fixture();
+    let f = fixture();
     let run: NewRun = workflow_run("parent");
     let run = f.store.enqueue_run(&run).unwrap();
     f.store.claim_run(A, &run.id, "w").unwrap();

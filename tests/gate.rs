@@ -44,6 +44,7 @@ fn a_missing_file_is_created_with_its_directories_at_the_newest_version() {
     );
     let v: String = store
         .conn()
+        .unwrap()
         .query_row(
             "SELECT value FROM server_config WHERE key = 'schema_migration_version'",
             [],
@@ -53,11 +54,13 @@ fn a_missing_file_is_created_with_its_directories_at_the_newest_version() {
     assert_eq!(v, SCHEMA_VERSION.to_string());
     let mode: String = store
         .conn()
+        .unwrap()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(mode, "wal");
     let fk: bool = store
         .conn()
+        .unwrap()
         .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
         .unwrap();
     assert!(fk);
@@ -281,7 +284,7 @@ fn an_older_version_is_migrated_and_matches_a_fresh_install() {
     );
     let fresh = Connection::open_in_memory().unwrap();
     fresh.execute_batch(SCHEMA_SQL).unwrap();
-    let a = seed_agents_codegen::introspect(store.conn()).unwrap();
+    let a = seed_agents_codegen::introspect(&store.conn().unwrap()).unwrap();
     let b = seed_agents_codegen::introspect(&fresh).unwrap();
     assert_eq!(a.fingerprint(), b.fingerprint());
 }

@@ -164,7 +164,7 @@ fn a_read_only_mount_is_read_and_never_written() {
         Verdict::Verified { version: 27, ref pending } if pending.len() == 2
     ));
     assert!(integrity::check(&current).unwrap().is_clean());
-    let mut store = Store::open_read_only(&current).unwrap();
+    let store = Store::open_read_only(&current).unwrap();
     assert!(store.table_counts().unwrap().contains(&("accounts", 1)));
     let e = store.touch_account("other").unwrap_err();
     assert!(matches!(e, Error::ReadOnly { .. }), "{e}");

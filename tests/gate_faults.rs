@@ -107,11 +107,11 @@ fn a_path_under_a_regular_file_is_named_as_such_by_open_and_status() {
 fn a_read_only_store_reads_and_refuses_every_write_with_a_typed_error() {
     let (_d, path) = temp();
     {
-        let mut store = Store::open(&path).unwrap();
+        let store = Store::open(&path).unwrap();
         store.touch_account("acct").unwrap();
     }
     let before = fs::read(&path).unwrap();
-    let mut store = Store::open_read_only(&path).unwrap();
+    let store = Store::open_read_only(&path).unwrap();
     assert!(store.is_read_only());
     assert_eq!(
         store.outcome(),
@@ -187,7 +187,7 @@ fn sidecar(path: &Path, suffix: &str) -> std::path::PathBuf {
 fn a_copy_cut_short_by_its_last_byte_is_refused_as_damaged() {
     let (_d, path) = temp();
     {
-        let mut store = Store::open(&path).unwrap();
+        let store = Store::open(&path).unwrap();
         store.touch_account("acct").unwrap();
     }
     let mut bytes = fs::read(&path).unwrap();

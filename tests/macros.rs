@@ -11,7 +11,7 @@ const T: i64 = 1_764_000_000_000;
 /// the macros on writes too (as another process writing the file would run them).
 fn store() -> (tempfile::TempDir, Store, rusqlite::Connection) {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path().join("m.sqlite")).unwrap();
+    let store = Store::open(dir.path().join("m.sqlite")).unwrap();
     store.touch_account("acct").unwrap();
     let raw = rusqlite::Connection::open(store.path()).unwrap();
     for (id, status, title) in [
@@ -39,7 +39,7 @@ fn query_types_rows_from_the_schema() {
         "SELECT id, status, title, depth, created_at FROM runs WHERE account_id = ?1 ORDER BY id",
         "acct"
     )
-    .fetch_all(store.conn())
+    .fetch_all(&store.conn().unwrap())
     .unwrap();
     assert_eq!(rows.len(), 2);
     let first = &rows[0];
@@ -61,7 +61,7 @@ fn expressions_are_optional_unless_cast() {
         "SELECT count(*) AS n, CAST(max(depth) AS INTEGER) AS deepest FROM runs WHERE account_id = ?1",
         "acct"
     )
-    .fetch_one(store.conn())
+    .fetch_one(&store.conn().unwrap())
     .unwrap();
     let n: Option<rusqlite::types::Value> = row.n;
     assert_eq!(n, Some(rusqlite::types::Value::Integer(2)));
@@ -76,7 +76,7 @@ fn outer_joins_make_table_columns_optional() {
         "SELECT r.id, s.title FROM runs r LEFT JOIN sessions s ON s.id = r.session_id WHERE r.account_id = ?1 ORDER BY r.id",
         "acct"
     )
-    .fetch_all(store.conn())
+    .fetch_all(&store.conn().unwrap())
     .unwrap();
     let id: &Option<String> = &rows[0].id;
     assert_eq!(id.as_deref(), Some("r1"));
@@ -99,7 +99,7 @@ fn query_as_fills_a_user_type() {
         "acct",
         "r2"
     )
-    .fetch_one(store.conn())
+    .fetch_one(&store.conn().unwrap())
     .unwrap();
     assert_eq!(
         s,
@@ -114,7 +114,7 @@ fn query_as_fills_a_user_type() {
         "SELECT id, status, title FROM runs WHERE id = ?1",
         "zz"
     )
-    .fetch_optional(store.conn())
+    .fetch_optional(&store.conn().unwrap())
     .unwrap();
     assert!(none.is_none());
     let err = query_as!(
@@ -122,7 +122,7 @@ fn query_as_fills_a_user_type() {
         "SELECT id, status, title FROM runs WHERE id = ?1",
         "zz"
     )
-    .fetch_one(store.conn())
+    .fetch_one(&store.conn().unwrap())
     .unwrap_err();
     assert!(matches!(err, Error::NoRows { .. }), "{err}");
 }
@@ -146,6 +146,7 @@ fn derive_row_projects_columns() {
     let sql = format!("SELECT {} FROM runs WHERE id = ?1", Lease::COLUMN_LIST);
     let lease = store
         .conn()
+        .unwrap()
         .query_row(&sql, ["r1"], |r| Ok(Lease::from_row(r)))
         .unwrap()
         .unwrap();
@@ -166,7 +167,8 @@ fn a_value_outside_its_enum_is_a_typed_error_through_the_macros_too() {
     query!("UPDATE runs SET status = 'exploded' WHERE id = ?1", "r1")
         .execute(&raw)
         .unwrap();
-    let Err(err) = query!("SELECT status FROM runs WHERE id = ?1", "r1").fetch_one(store.conn())
+    let Err(err) =
+        query!("SELECT status FROM runs WHERE id = ?1", "r1").fetch_one(&store.conn().unwrap())
     else {
         panic!("a stored value outside the enum must not decode");
     };
@@ -190,7 +192,7 @@ fn numbered_parameters_bind_by_number_not_by_position() {
     .unwrap();
     assert_eq!(n, 1);
     let row = query!("SELECT status FROM runs WHERE id = :id", "r1")
-        .fetch_one(store.conn())
+        .fetch_one(&store.conn().unwrap())
         .unwrap();
     assert_eq!(row.status, runs::Status::Canceled);
 }
@@ -204,7 +206,7 @@ fn a_parameter_tested_for_null_may_be_none() {
             "acct",
             id
         )
-        .fetch_all(store.conn())
+        .fetch_all(&store.conn().unwrap())
         .unwrap()
         .len()
     };
@@ -219,7 +221,7 @@ fn casts_are_read_from_the_outer_select_of_a_with_statement() {
         "WITH counted AS (SELECT CAST(count(*) AS TEXT) AS n FROM runs) \
          SELECT CAST(n AS INTEGER) AS total FROM counted"
     )
-    .fetch_one(store.conn())
+    .fetch_one(&store.conn().unwrap())
     .unwrap();
     let total: Option<i64> = row.total;
     assert_eq!(total, Some(2));
@@ -244,7 +246,7 @@ fn parameters_bind_to_the_column_in_every_comparison_form() {
     query!("UPDATE runs SET attempt = ?1 WHERE id = ?2", 3, "r2")
         .execute(&raw)
         .unwrap();
-    let c = store.conn();
+    let c = &store.conn().unwrap();
     let between = ids!(
         query!("SELECT id FROM runs WHERE attempt BETWEEN ?1 AND ?2", 1, 5),
         c
@@ -325,7 +327,7 @@ fn a_cast_gives_a_parameter_its_type() {
              SELECT id FROM t WHERE t.attempt < CAST(?1 AS INTEGER) ORDER BY id",
             1
         ),
-        store.conn()
+        &store.conn().unwrap()
     );
     assert_eq!(rows, ["r1", "r2"]);
     // An enum is bound as its text and a bool as 0 or 1, so the casts to those take them.
@@ -337,10 +339,10 @@ fn a_cast_gives_a_parameter_its_type() {
             seed_agents_store::schema::runs::Status::Queued,
             true
         ),
-        store.conn()
+        &store.conn().unwrap()
     );
     let raw: Vec<String> = query!("SELECT id FROM runs WHERE status = 'queued' ORDER BY id")
-        .fetch_all(store.conn())
+        .fetch_all(&store.conn().unwrap())
         .unwrap()
         .into_iter()
         .map(|r| r.id)
@@ -358,7 +360,7 @@ struct Titled {
 #[test]
 fn aliases_override_nullability() {
     let (_d, store, _raw) = store();
-    let c = store.conn();
+    let c = &store.conn().unwrap();
     // `!`: never NULL, so not an `Option`; the field is named without the suffix.
     let n: i64 = query!(r#"SELECT CAST(count(*) AS INTEGER) AS "n!" FROM runs"#)
         .fetch_one(c)
@@ -404,7 +406,7 @@ fn aliases_override_nullability() {
 #[test]
 fn a_null_read_through_a_non_null_alias_is_a_typed_error() {
     let (_d, store, _raw) = store();
-    let c = store.conn();
+    let c = &store.conn().unwrap();
     let is_null_error = |err: &Error| {
         matches!(
             err,
@@ -440,7 +442,7 @@ fn each_argument_is_evaluated_once() {
                 "r1"
             }
         ),
-        store.conn()
+        &store.conn().unwrap()
     );
     assert_eq!(rows, ["r1"]);
     assert_eq!(

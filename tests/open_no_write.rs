@@ -43,7 +43,7 @@ fn assert_open_writes_nothing(path: &Path, observer: &Connection) {
 
 /// A current file whose `accounts` has rows but no statistics (they were gathered while empty).
 fn with_missing_statistics(path: &Path) {
-    let mut store = Store::open(path).unwrap();
+    let store = Store::open(path).unwrap();
     for i in 0..50 {
         store.touch_account(&format!("acct-{i}")).unwrap();
     }
@@ -98,7 +98,7 @@ fn opening_while_another_connection_holds_the_write_lock_does_not_wait_for_it() 
     assert!(matches!(store.outcome(), Outcome::Current { .. }));
     assert!(!writer.is_autocommit(), "the write lock is still held");
     assert_eq!(
-        stat_rows(store.conn(), "accounts"),
+        stat_rows(&store.conn().unwrap(), "accounts"),
         0,
         "refresh was skipped"
     );
@@ -106,7 +106,7 @@ fn opening_while_another_connection_holds_the_write_lock_does_not_wait_for_it() 
     writer.execute_batch("COMMIT").unwrap();
     // With the lock free, the next open gathers them.
     let store = Store::open(&path).unwrap();
-    assert!(stat_rows(store.conn(), "accounts") > 0);
+    assert!(stat_rows(&store.conn().unwrap(), "accounts") > 0);
     // And with fresh statistics too, an open beside a held write lock succeeds.
     writer.execute_batch("BEGIN IMMEDIATE").unwrap();
     drop(Store::open(&path).unwrap());

@@ -223,11 +223,11 @@ fn deeply_nested_input_is_an_error_or_a_value_never_a_stack_overflow() {
 #[test]
 fn no_blob_but_the_sealed_one_decrypts_and_none_panics() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path().join("agents.sqlite")).unwrap();
+    let store = Store::open(dir.path().join("agents.sqlite")).unwrap();
     // Storing a secret creates the server key, so sealing on the read-only connection below
     // only reads it.
     store.set_secret("acct", "key", b"v", None).unwrap();
-    let conn = store.conn();
+    let conn = &store.conn().unwrap();
     let sealed = secrets::seal(conn, b"the value").unwrap();
     assert_eq!(secrets::open(conn, &sealed).unwrap().expose(), b"the value");
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(CASES));

@@ -117,7 +117,7 @@ fn flipped_and_truncated_files_never_panic_hang_or_change_when_refused() {
     let dir = tempfile::tempdir().unwrap();
     // A current database with rows in several tables; closing it checkpoints and removes the WAL.
     let current = dir.path().join("current.sqlite");
-    let (mut store, sessions) = store_with_sessions(&current, 3);
+    let (store, sessions) = store_with_sessions(&current, 3);
     for (i, s) in sessions.iter().cycle().take(60).enumerate() {
         store
             .append_event(ACCOUNT, s, &message(format!("event {i}")))

@@ -363,7 +363,7 @@ fn append_child() {
         .map(str::to_owned)
         .collect();
     let index: usize = std::env::var(INDEX).unwrap().parse().unwrap();
-    let mut store = Store::open(std::env::var(DB).unwrap()).unwrap();
+    let store = Store::open(std::env::var(DB).unwrap()).unwrap();
     for n in 0u64.. {
         let session = if n % 2 == 0 {
             &sessions[0]

@@ -29,7 +29,7 @@ fn round_trip<T: Serialize + DeserializeOwned + PartialEq + Debug>(value: &T) ->
 #[test]
 fn rows_read_from_a_store_round_trip_with_their_column_names() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path().join("db.sqlite")).unwrap();
+    let store = Store::open(dir.path().join("db.sqlite")).unwrap();
     let agent = store
         .create_agent(
             A,
@@ -44,7 +44,9 @@ fn rows_read_from_a_store_round_trip_with_their_column_names() {
             },
         )
         .unwrap();
-    let read = agents::get(store.conn(), A, &agent.id).unwrap().unwrap();
+    let read = agents::get(&store.conn().unwrap(), A, &agent.id)
+        .unwrap()
+        .unwrap();
     let json = round_trip(&read);
     let object = json.as_object().unwrap();
     // The SQL column names, in full: no camelCase, nothing skipped.
@@ -73,7 +75,9 @@ fn rows_read_from_a_store_round_trip_with_their_column_names() {
             "nightly",
         ))
         .unwrap();
-    let read = runs::get(store.conn(), A, &run.id).unwrap().unwrap();
+    let read = runs::get(&store.conn().unwrap(), A, &run.id)
+        .unwrap()
+        .unwrap();
     let json = round_trip(&read);
     assert_eq!(json["status"], json!(read.status.as_str()));
     assert_eq!(json["kind"], json!("workflow"));
@@ -131,7 +135,7 @@ fn a_cursor_is_its_token_string() {
 #[test]
 fn a_page_carries_its_next_cursor_as_a_token() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path().join("db.sqlite")).unwrap();
+    let store = Store::open(dir.path().join("db.sqlite")).unwrap();
     for i in 0..3 {
         store
             .create_agent(

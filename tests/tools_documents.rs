@@ -395,12 +395,12 @@ fn lambdas_are_stored_by_cid_and_rewritten_only_when_it_changes() {
     assert_eq!(row.cid, cid_of(row.doc_cbor.as_bytes()));
     assert_eq!(row.doc_cbor.decode().unwrap(), lambda("summarize"));
     clock.advance(10);
-    let before = store.conn().total_changes();
+    let before = store.conn().unwrap().total_changes();
     let same = store
         .put_lambda_tool(A, &agent, &lambda("summarize"))
         .unwrap();
     assert_eq!(
-        store.conn().total_changes(),
+        store.conn().unwrap().total_changes(),
         before,
         "an unchanged lambda is not rewritten"
     );
@@ -452,12 +452,12 @@ fn builtins_are_materialized_refreshed_by_cid_and_never_deleted() {
     assert_eq!(sync.inserted, 2);
 
     // Unchanged registry: nothing written at all.
-    let before = store.conn().total_changes();
+    let before = store.conn().unwrap().total_changes();
     assert!(store
         .ensure_builtin_tools(A, &agent, &registry)
         .unwrap()
         .is_empty());
-    assert_eq!(store.conn().total_changes(), before);
+    assert_eq!(store.conn().unwrap().total_changes(), before);
 
     // Withheld by disabling; deleting is refused with a typed error.
     store

@@ -136,7 +136,7 @@ fn the_agent_and_the_signing_identity_belong_to_the_account() {
 
 #[test]
 fn every_limit_at_its_boundary() {
-    let (_d, mut store, _c) = open();
+    let (_d, store, _c) = open();
     let mut f = fields("x");
     f.content_format = "f".repeat(MAX_FORMAT_BYTES);
     store.create_draft(A, None, &f).unwrap();

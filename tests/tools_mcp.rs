@@ -56,12 +56,13 @@ fn tools(n: usize) -> McpTools {
 }
 
 fn mcp_names(store: &Store, account: &str, agent: &str) -> Vec<String> {
-    let mut names: Vec<String> = tool_documents::list_by_agent_id(store.conn(), account, agent)
-        .unwrap()
-        .into_iter()
-        .filter(|r| r.kind == Kind::Mcp)
-        .map(|r| r.name)
-        .collect();
+    let mut names: Vec<String> =
+        tool_documents::list_by_agent_id(&store.conn().unwrap(), account, agent)
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.kind == Kind::Mcp)
+            .map(|r| r.name)
+            .collect();
     names.sort();
     names
 }
@@ -79,7 +80,7 @@ fn assert_invalid<T: std::fmt::Debug>(result: Result<T, Error>, field: &str) {
 
 #[test]
 fn servers_are_unique_per_account_and_listed_by_name() {
-    let (_d, mut store, _c) = open();
+    let (_d, store, _c) = open();
     store
         .create_mcp_server(A, "github", &input("https://gh.example/mcp"))
         .unwrap();
@@ -122,7 +123,7 @@ fn servers_are_unique_per_account_and_listed_by_name() {
 
 #[test]
 fn secret_header_values_live_in_owned_secrets() {
-    let (_d, mut store, _c) = open();
+    let (_d, store, _c) = open();
     store
         .set_secret(A, "shared-token", b"shared", None)
         .unwrap();
@@ -371,12 +372,14 @@ fn delete_leaves_no_projected_document_reference_or_owned_secret() {
 
     assert!(store.mcp_server(A, "gh").unwrap().is_none());
     for agent in [&first, &second] {
-        let row = agents::get(store.conn(), A, agent).unwrap().unwrap();
+        let row = agents::get(&store.conn().unwrap(), A, agent)
+            .unwrap()
+            .unwrap();
         let definition: AgentDefinition = row.definition_cbor.decode().unwrap();
         assert!(!definition.references_mcp_server("gh"));
         assert_eq!(row.updated_at, T + 3);
     }
-    let docs = tool_documents::list_by_account_id(store.conn(), A).unwrap();
+    let docs = tool_documents::list_by_account_id(&store.conn().unwrap(), A).unwrap();
     assert!(docs.iter().all(|d| !d.name.starts_with("gh__")), "{docs:?}");
     assert_eq!(docs.len(), 2, "gh-enterprise's projections stay");
     let secrets: Vec<String> = store
@@ -386,7 +389,7 @@ fn delete_leaves_no_projected_document_reference_or_owned_secret() {
         .map(|s| s.name)
         .collect();
     assert_eq!(secrets, ["mcp-gh-enterprise-authorization", "shared-token"]);
-    let first_def: AgentDefinition = agents::get(store.conn(), A, &first)
+    let first_def: AgentDefinition = agents::get(&store.conn().unwrap(), A, &first)
         .unwrap()
         .unwrap()
         .definition_cbor
@@ -409,25 +412,29 @@ fn a_sync_with_nothing_changed_touches_no_row() {
     store
         .record_mcp_discovery(A, "big", Ok(tools(100)))
         .unwrap();
-    let rows = tool_documents::list_by_account_id(store.conn(), A).unwrap();
+    let rows = tool_documents::list_by_account_id(&store.conn().unwrap(), A).unwrap();
     assert_eq!(rows.len(), 1_000);
     clock.advance(60_000);
-    let before = store.conn().total_changes();
+    let before = store.conn().unwrap().total_changes();
     let sync = store.sync_mcp_tools(A, None).unwrap();
     assert!(sync.is_empty(), "{sync:?}");
     for agent in &agents {
         store.sync_mcp_tools(A, Some(agent)).unwrap();
     }
-    assert_eq!(store.conn().total_changes(), before, "a no-op sync wrote");
     assert_eq!(
-        tool_documents::list_by_account_id(store.conn(), A).unwrap(),
+        store.conn().unwrap().total_changes(),
+        before,
+        "a no-op sync wrote"
+    );
+    assert_eq!(
+        tool_documents::list_by_account_id(&store.conn().unwrap(), A).unwrap(),
         rows
     );
 }
 
 #[test]
 fn every_limit_at_its_boundary() {
-    let (_d, mut store, _c) = open();
+    let (_d, store, _c) = open();
     // Server name: 64 characters.
     let name = format!("s{}", "x".repeat(MAX_SERVER_NAME_LEN - 1));
     store
@@ -513,7 +520,7 @@ fn every_limit_at_its_boundary() {
 
 #[test]
 fn delete_removes_owned_secrets_whatever_case_another_implementation_named_them_with() {
-    let (_d, mut store, _clock) = open();
+    let (_d, store, _clock) = open();
     // Another implementation kept the header's case in the owned secret's name.
     store
         .set_secret(A, "mcp-docs-Authorization", b"Bearer abc", None)

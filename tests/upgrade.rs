@@ -746,21 +746,25 @@ fn upgrade_from(k: u32) {
         },
     );
     assert_eq!(
-        version_stamp(store.conn()),
+        version_stamp(&store.conn().unwrap()),
         text(&SCHEMA_VERSION.to_string())
     );
-    assert_upgraded(k, &before, store.conn());
-    assert_healthy(store.conn(), &format!("from version {k}"));
+    assert_upgraded(k, &before, &store.conn().unwrap());
+    assert_healthy(&store.conn().unwrap(), &format!("from version {k}"));
     if k < 26 {
         // The claims are the only rows a migration adds; every generated firing key is an
         // activity key, so each firing got one.
-        let claims = rows_of(store.conn(), "trigger_event_claims").len();
+        let claims = rows_of(&store.conn().unwrap(), "trigger_event_claims").len();
         let firings = before.get("trigger_firings").map_or(0, Vec::len);
         assert_eq!(claims, firings, "claims seeded from version {k}");
     }
     let fresh = fresh_store(dir.path());
-    assert_same_structure(store.conn(), fresh.conn(), &format!("from version {k}"));
-    let after = snapshot(store.conn());
+    assert_same_structure(
+        &store.conn().unwrap(),
+        &fresh.conn().unwrap(),
+        &format!("from version {k}"),
+    );
+    let after = snapshot(&store.conn().unwrap());
     drop(store);
 
     let again = open_expecting(
@@ -769,7 +773,11 @@ fn upgrade_from(k: u32) {
             version: SCHEMA_VERSION,
         },
     );
-    assert_eq!(snapshot(again.conn()), after, "reopening changed rows");
+    assert_eq!(
+        snapshot(&again.conn().unwrap()),
+        after,
+        "reopening changed rows"
+    );
 }
 
 macro_rules! upgrade_tests {
@@ -837,7 +845,7 @@ fn the_baseline_equals_genesis_plus_every_migration() {
     baseline.execute_batch(SCHEMA_SQL).unwrap();
     assert_same_structure(&migrated, &baseline, "SCHEMA_SQL");
     let fresh = fresh_store(dir.path());
-    assert_same_structure(fresh.conn(), &baseline, "a fresh store");
+    assert_same_structure(&fresh.conn().unwrap(), &baseline, "a fresh store");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -890,6 +898,7 @@ fn a_migration_gathers_planner_statistics() {
     );
     let rows: i64 = store
         .conn()
+        .unwrap()
         .query_row(
             "SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'runs'",
             [],
@@ -933,19 +942,19 @@ fn version_5_sets_title_source_from_the_title() {
             to: SCHEMA_VERSION,
         },
     );
-    let sources = column_by_id(store.conn(), "sessions", "title_source");
+    let sources = column_by_id(&store.conn().unwrap(), "sessions", "title_source");
     let expected: Vec<(String, Value)> = cases
         .iter()
         .map(|(id, _, source)| (id.to_string(), text(source)))
         .collect();
     assert_eq!(sources, expected);
-    let titles = column_by_id(store.conn(), "sessions", "title");
+    let titles = column_by_id(&store.conn().unwrap(), "sessions", "title");
     let expected: Vec<(String, Value)> = cases
         .iter()
         .map(|(id, title, _)| (id.to_string(), title.map_or(Value::Null, text)))
         .collect();
     assert_eq!(titles, expected, "titles are left alone");
-    assert_upgraded(4, &before, store.conn());
+    assert_upgraded(4, &before, &store.conn().unwrap());
 }
 
 #[test]
@@ -1002,13 +1011,13 @@ fn version_11_titles_untitled_runs() {
             to: SCHEMA_VERSION,
         },
     );
-    let titles = column_by_id(store.conn(), "runs", "title");
+    let titles = column_by_id(&store.conn().unwrap(), "runs", "title");
     let expected: Vec<(String, Value)> = cases
         .iter()
         .map(|(id, _, _, _, after)| (id.to_string(), text(after)))
         .collect();
     assert_eq!(titles, expected);
-    assert_upgraded(10, &before, store.conn());
+    assert_upgraded(10, &before, &store.conn().unwrap());
 }
 
 #[test]
@@ -1091,8 +1100,8 @@ fn version_26_claims_every_activity_firing() {
             to: SCHEMA_VERSION,
         },
     );
-    let mut stmt = store
-        .conn()
+    let conn = store.conn().unwrap();
+    let mut stmt = conn
         .prepare(
             "SELECT firing_id, account_id, trigger_id, activity_key, created_at \
              FROM trigger_event_claims ORDER BY firing_id",
@@ -1121,7 +1130,7 @@ fn version_26_claims_every_activity_firing() {
         .collect();
     assert_eq!(claims, expected);
     drop(stmt);
-    assert_upgraded(25, &before, store.conn());
+    assert_upgraded(25, &before, &store.conn().unwrap());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1157,11 +1166,11 @@ fn the_typescript_servers_version_11_file_upgrades_intact() {
             to: SCHEMA_VERSION,
         },
     );
-    assert_upgraded(11, &before, store.conn());
-    assert_healthy(store.conn(), "the TypeScript file");
+    assert_upgraded(11, &before, &store.conn().unwrap());
+    assert_healthy(&store.conn().unwrap(), "the TypeScript file");
 
     // Spelled out: the activity firing is claimed, the schedule firing is not.
-    let claims = rows_of(store.conn(), "trigger_event_claims");
+    let claims = rows_of(&store.conn().unwrap(), "trigger_event_claims");
     let expected: Row = [
         ("account_id", text("acct-1")),
         ("trigger_id", text("trig-1")),
@@ -1174,7 +1183,7 @@ fn the_typescript_servers_version_11_file_upgrades_intact() {
     .collect();
     assert_eq!(claims, vec![expected]);
     // Version 11 already ran on this file: its untitled runs are not retitled.
-    let titles = column_by_id(store.conn(), "runs", "title");
+    let titles = column_by_id(&store.conn().unwrap(), "runs", "title");
     assert_eq!(
         titles,
         vec![
@@ -1184,6 +1193,7 @@ fn the_typescript_servers_version_11_file_upgrades_intact() {
     );
     let signers: String = store
         .conn()
+        .unwrap()
         .query_row(
             "SELECT signer_id FROM account_authorizations WHERE account_id = 'acct-1'",
             [],
@@ -1193,8 +1203,12 @@ fn the_typescript_servers_version_11_file_upgrades_intact() {
     assert_eq!(signers, "signer-1");
 
     let fresh = fresh_store(dir.path());
-    assert_same_structure(store.conn(), fresh.conn(), "the TypeScript file");
-    let after = snapshot(store.conn());
+    assert_same_structure(
+        &store.conn().unwrap(),
+        &fresh.conn().unwrap(),
+        "the TypeScript file",
+    );
+    let after = snapshot(&store.conn().unwrap());
     drop(store);
 
     let again = open_expecting(
@@ -1203,7 +1217,11 @@ fn the_typescript_servers_version_11_file_upgrades_intact() {
             version: SCHEMA_VERSION,
         },
     );
-    assert_eq!(snapshot(again.conn()), after, "reopening changed rows");
+    assert_eq!(
+        snapshot(&again.conn().unwrap()),
+        after,
+        "reopening changed rows"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1224,7 +1242,7 @@ fn a_migrated_file_at_the_latest_version_reopens_untouched() {
                 version: SCHEMA_VERSION,
             },
         );
-        assert_eq!(snapshot(store.conn()), before);
+        assert_eq!(snapshot(&store.conn().unwrap()), before);
     }
 }
 
@@ -1249,6 +1267,6 @@ fn a_fresh_store_reopens_untouched() {
                 version: SCHEMA_VERSION,
             },
         );
-        assert_eq!(snapshot(store.conn()), before);
+        assert_eq!(snapshot(&store.conn().unwrap()), before);
     }
 }

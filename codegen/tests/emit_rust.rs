@@ -204,7 +204,7 @@ fn workspace_schema_items() {
     assert_eq!(
         params(get),
         [
-            "conn:&crate::__private::rusqlite::Connection",
+            "conn:&impl::std::borrow::Borrow<crate::__private::rusqlite::Connection>",
             "account_id:&str",
             "id:&str"
         ]

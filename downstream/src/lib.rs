@@ -37,7 +37,8 @@ pub fn queued(store: &Store, account_id: &str) -> Result<Vec<QueuedRun>> {
         "SELECT {} FROM runs WHERE account_id = ?1 AND status = 'queued' ORDER BY created_at, id",
         QueuedRun::COLUMN_LIST
     );
-    let mut stmt = store.conn().prepare_cached(&sql)?;
+    let conn = store.conn()?;
+    let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query([account_id])?;
     let mut out = Vec::new();
     while let Some(row) = rows.next()? {
@@ -57,7 +58,7 @@ pub fn lines(store: &Store, account_id: &str, session_id: &str) -> Result<Vec<Ru
         account_id,
         session_id
     )
-    .fetch_all(store.conn())
+    .fetch_all(&store.conn()?)
 }
 
 /// How many runs of an account are in each status.
@@ -69,7 +70,7 @@ pub fn status_counts(store: &Store, account_id: &str) -> Result<Vec<(runs::Statu
         "SELECT status, CAST(count(*) AS INTEGER) AS n FROM runs WHERE account_id = ?1 GROUP BY status ORDER BY status",
         account_id
     )
-    .fetch_all(store.conn())?;
+    .fetch_all(&store.conn()?)?;
     Ok(rows
         .into_iter()
         .map(|r| (r.status, r.n.unwrap_or(0)))

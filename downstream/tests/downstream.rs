@@ -9,7 +9,7 @@ const T: i64 = 1_764_000_000_000;
 #[test]
 fn all_three_macros_work_from_a_downstream_crate() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path().join("d.sqlite")).unwrap();
+    let store = Store::open(dir.path().join("d.sqlite")).unwrap();
     store.touch_account("acct").unwrap();
     // The store's connection is read-only (writes go through its operations); these rows, in
     // states no single operation makes, are written as another process would write the file.

@@ -47,7 +47,7 @@ impl Store {
     ///
     /// # Errors
     /// As [`touch`].
-    pub fn touch_account(&mut self, account_id: &str) -> Result<()> {
+    pub fn touch_account(&self, account_id: &str) -> Result<()> {
         self.write(|tx, now| touch(tx, account_id, now))
     }
 
@@ -59,7 +59,7 @@ impl Store {
     /// [`Error::Invalid`] for a bad `account_id` or `signer_id`, or a capability with an empty
     /// blob or CID (`capability.blob`, `capability.cid`); [`Error::Sqlite`] otherwise.
     pub fn authorize_signer(
-        &mut self,
+        &self,
         account_id: &str,
         signer_id: &str,
         role: Role,
@@ -99,7 +99,7 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`].
-    pub fn revoke_signer(&mut self, account_id: &str, signer_id: &str) -> Result<bool> {
+    pub fn revoke_signer(&self, account_id: &str, signer_id: &str) -> Result<bool> {
         self.write(|tx, _| Ok(account_authorizations::delete(tx, account_id, signer_id)? > 0))
     }
 
@@ -108,7 +108,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`], or a stored role outside OWNER/AGENT.
     pub fn signers(&self, account_id: &str) -> Result<Vec<account_authorizations::Row>> {
-        account_authorizations::list_by_account_id(self.conn(), account_id)
+        account_authorizations::list_by_account_id(&self.conn()?, account_id)
     }
 
     /// Whether `signer_id` may act for `account_id`: the account's own key always may, any other
@@ -123,6 +123,6 @@ impl Store {
         if account_id == signer_id {
             return Ok(true);
         }
-        Ok(account_authorizations::get(self.conn(), account_id, signer_id)?.is_some())
+        Ok(account_authorizations::get(&self.conn()?, account_id, signer_id)?.is_some())
     }
 }

@@ -107,7 +107,7 @@ fn agent_by_id(conn: &Connection, id: &str) -> Result<Option<Row>> {
 /// Loads the agent, changes it with `edit`, stamps `updated_at` and writes it back, in one
 /// write.
 fn edit_agent(
-    store: &mut Store,
+    store: &Store,
     account_id: &str,
     id: &str,
     edit: impl FnOnce(&mut Row) -> Result<()>,
@@ -129,7 +129,7 @@ impl Store {
     /// # Errors
     /// [`Error::Invalid`] (`state_dir`, `account_id`); [`Error::Sqlite`] or [`Error::Cbor`]
     /// otherwise.
-    pub fn create_agent(&mut self, account_id: &str, new: &NewAgent) -> Result<Row> {
+    pub fn create_agent(&self, account_id: &str, new: &NewAgent) -> Result<Row> {
         self.write(|tx, now| {
             let row = create_agent(tx, now, account_id, new)?;
             crate::mcp::sync(tx, now, account_id, Some(&row.id))?;
@@ -142,7 +142,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`], or a stored value that does not decode.
     pub fn agent(&self, account_id: &str, id: &str) -> Result<Option<Row>> {
-        agents::get(self.conn(), account_id, id)
+        agents::get(&self.conn()?, account_id, id)
     }
 
     /// A page of `account_id`'s agents, newest first (`updated_at DESC, id DESC`), starting
@@ -170,7 +170,7 @@ impl Store {
                 account_id,
                 limit
             )
-            .fetch_all(self.conn())?,
+            .fetch_all(&self.conn()?)?,
             Some(c) => query_as!(
                 Row,
                 "SELECT id, account_id, definition_cbor, state_dir, status, public_read, \
@@ -183,7 +183,7 @@ impl Store {
                 c.updated_at,
                 c.id.as_str()
             )
-            .fetch_all(self.conn())?,
+            .fetch_all(&self.conn()?)?,
         };
         Ok(page_of(items, size, |r| (r.updated_at, r.id.clone())))
     }
@@ -195,7 +195,7 @@ impl Store {
     /// # Errors
     /// [`Error::NotFound`] (`agent`); [`Error::Sqlite`] or [`Error::Cbor`] otherwise.
     pub fn update_agent_definition(
-        &mut self,
+        &self,
         account_id: &str,
         id: &str,
         definition: &AgentDefinition,
@@ -214,7 +214,7 @@ impl Store {
     /// # Errors
     /// [`Error::NotFound`] (`agent`); [`Error::Sqlite`] otherwise.
     pub fn set_agent_visibility(
-        &mut self,
+        &self,
         account_id: &str,
         id: &str,
         public_read: Option<bool>,
@@ -235,7 +235,7 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::NotFound`] (`agent`); [`Error::Sqlite`] otherwise.
-    pub fn set_agent_status(&mut self, account_id: &str, id: &str, status: Status) -> Result<Row> {
+    pub fn set_agent_status(&self, account_id: &str, id: &str, status: Status) -> Result<Row> {
         edit_agent(self, account_id, id, |row| {
             row.status = status;
             Ok(())
@@ -250,7 +250,7 @@ impl Store {
     /// owner; [`Error::Conflict`] when the invitee already collaborates (use
     /// [`Store::set_collaborator_role`]); [`Error::Sqlite`] otherwise.
     pub fn invite_collaborator(
-        &mut self,
+        &self,
         owner_account: &str,
         agent_id: &str,
         invitee: &str,
@@ -306,7 +306,7 @@ impl Store {
     /// # Errors
     /// [`Error::NotFound`] (`invitation`) when there is none; [`Error::Sqlite`] otherwise.
     pub fn accept_invitation(
-        &mut self,
+        &self,
         invitee: &str,
         agent_id: &str,
     ) -> Result<agent_collaborators::Row> {
@@ -333,7 +333,7 @@ impl Store {
     /// # Errors
     /// [`Error::NotFound`] (`agent`, `collaborator`); [`Error::Sqlite`] otherwise.
     pub fn set_collaborator_role(
-        &mut self,
+        &self,
         owner_account: &str,
         agent_id: &str,
         collaborator: &str,
@@ -361,7 +361,7 @@ impl Store {
     /// # Errors
     /// [`Error::NotFound`] (`agent`); [`Error::Sqlite`] otherwise.
     pub fn remove_collaborator(
-        &mut self,
+        &self,
         owner_account: &str,
         agent_id: &str,
         collaborator: &str,
@@ -382,7 +382,7 @@ impl Store {
         owner_account: &str,
         agent_id: &str,
     ) -> Result<Vec<agent_collaborators::Row>> {
-        agents::get(self.conn(), owner_account, agent_id)?
+        agents::get(&self.conn()?, owner_account, agent_id)?
             .ok_or_else(|| agent_not_found(agent_id))?;
         query_as!(
             agent_collaborators::Row,
@@ -390,7 +390,7 @@ impl Store {
              FROM agent_collaborators WHERE agent_id = ?1 ORDER BY created_at ASC, account_id ASC",
             agent_id
         )
-        .fetch_all(self.conn())
+        .fetch_all(&self.conn()?)
     }
 
     /// The agents `account_id` collaborates on or is invited to (accepted before pending, then
@@ -399,7 +399,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn collaborations(&self, account_id: &str) -> Result<Vec<agent_collaborators::Row>> {
-        agent_collaborators::list_by_account_id(self.conn(), account_id)
+        agent_collaborators::list_by_account_id(&self.conn()?, account_id)
     }
 
     /// What `account_id` may do with the agent `agent_id`: owner, accepted writer or reader,
@@ -412,11 +412,12 @@ impl Store {
     /// agent of another account that `account_id` has no invitation to: the two are answered
     /// alike, so probing ids reveals nothing. [`Error::Sqlite`] otherwise.
     pub fn access(&self, agent_id: &str, account_id: &str) -> Result<Access> {
-        let agent = agent_by_id(self.conn(), agent_id)?.ok_or_else(|| agent_not_found(agent_id))?;
+        let agent =
+            agent_by_id(&*self.conn()?, agent_id)?.ok_or_else(|| agent_not_found(agent_id))?;
         if agent.account_id == account_id {
             return Ok(Access::Owner);
         }
-        let invitation = agent_collaborators::get(self.conn(), account_id, agent_id)?;
+        let invitation = agent_collaborators::get(&self.conn()?, account_id, agent_id)?;
         match &invitation {
             Some(c) if c.status == InviteStatus::Accepted => Ok(match c.role {
                 Role::Writer => Access::Writer,

@@ -215,7 +215,7 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::NotFound`] (`session`); [`Error::Sqlite`] otherwise.
-    pub fn delete_session(&mut self, account_id: &str, session_id: &str) -> Result<()> {
+    pub fn delete_session(&self, account_id: &str, session_id: &str) -> Result<()> {
         self.write(|tx, _| delete_session(tx, account_id, session_id))
     }
 
@@ -226,7 +226,7 @@ impl Store {
     /// [`Error::NotFound`] (`agent`) and [`Error::Sqlite`] leave everything as it was.
     /// [`Error::StateDirNotRemoved`] means the delete **committed** and only the directory
     /// removal failed; it is not rolled back.
-    pub fn delete_agent(&mut self, account_id: &str, agent_id: &str) -> Result<AgentDeletion> {
+    pub fn delete_agent(&self, account_id: &str, agent_id: &str) -> Result<AgentDeletion> {
         let deletion = self.write(|tx, now| delete_agent_rows(tx, now, account_id, agent_id))?;
         // Only once the delete committed: a failed commit must leave the directory in place.
         remove_state_dir(agent_id, &deletion.state_dir)?;

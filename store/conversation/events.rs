@@ -204,7 +204,7 @@ impl Store {
     /// session included); [`Error::Cbor`] for an event with no canonical encoding;
     /// [`Error::Sqlite`] otherwise (`SQLITE_BUSY` after the busy timeout under heavy contention).
     pub fn append_event(
-        &mut self,
+        &self,
         account_id: &str,
         session_id: &str,
         event: &SessionEventPayload,
@@ -240,7 +240,7 @@ impl Store {
     /// [`Error::Invalid`] (`events`) when `events` is empty; otherwise as
     /// [`Store::append_event`], for the first event that fails, and then nothing is appended.
     pub fn append_events(
-        &mut self,
+        &self,
         account_id: &str,
         session_id: &str,
         events: &[SessionEventPayload],
@@ -283,7 +283,7 @@ impl Store {
             after_seq,
             limit.map_or(-1, i64::from)
         )
-        .fetch_all(self.conn())
+        .fetch_all(&self.conn()?)
     }
 }
 
@@ -298,10 +298,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path().join("plan.sqlite")).unwrap();
         let sql = replay_query!("", "", 0_i64, 0_i64).sql();
-        let mut stmt = store
-            .conn()
-            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-            .unwrap();
+        let conn = store.conn().unwrap();
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
         // Parameters stay NULL: the plan does not depend on their values.
         for i in 1..=stmt.parameter_count() {
             stmt.raw_bind_parameter(i, rusqlite::types::Null).unwrap();

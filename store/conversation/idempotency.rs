@@ -151,7 +151,7 @@ impl Store {
     /// different request; [`Error::Cbor`] when the request or response has no canonical
     /// encoding, or the stored response does not decode as `R`; whatever `action` returns.
     pub fn idempotent<Req, R>(
-        &mut self,
+        &self,
         account_id: &str,
         action: Action,
         client_request_id: Option<&str>,
@@ -200,7 +200,7 @@ impl Store {
     {
         let id = client_id(action, client_id_raw)?;
         let request = cbor::to_vec(request)?;
-        action_idempotency::get(self.conn(), account_id, action.as_str(), id)?
+        action_idempotency::get(&self.conn()?, account_id, action.as_str(), id)?
             .map(|row| replay(&row, &request, action))
             .transpose()
     }
@@ -212,7 +212,7 @@ impl Store {
     /// # Errors
     /// As [`Store::idempotent_replay`].
     pub fn record_idempotent<Req, R>(
-        &mut self,
+        &self,
         account_id: &str,
         action: Action,
         client_id_raw: &str,

@@ -42,7 +42,7 @@ impl Store {
     /// when the account already has a provider with that name; [`Error::Sqlite`] or
     /// [`Error::Cbor`] otherwise.
     pub fn create_provider(
-        &mut self,
+        &self,
         account_id: &str,
         name: &str,
         config: &ModelProviderConfig,
@@ -74,7 +74,7 @@ impl Store {
     /// [`Error::NotFound`] when the account has no provider `id`; [`Error::Conflict`] when the
     /// new name is taken by another provider; as [`Store::create_provider`] otherwise.
     pub fn update_provider(
-        &mut self,
+        &self,
         account_id: &str,
         id: &str,
         name: Option<&str>,
@@ -110,7 +110,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn provider(&self, account_id: &str, id: &str) -> Result<Option<Row>> {
-        model_providers::get(self.conn(), account_id, id)
+        model_providers::get(&self.conn()?, account_id, id)
     }
 
     /// The provider named `name` (trimmed) of `account_id`.
@@ -118,7 +118,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn provider_by_name(&self, account_id: &str, name: &str) -> Result<Option<Row>> {
-        model_providers::get_by_name(self.conn(), account_id, name.trim())
+        model_providers::get_by_name(&self.conn()?, account_id, name.trim())
     }
 
     /// The providers of `account_id`, by name.
@@ -126,7 +126,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn providers(&self, account_id: &str) -> Result<Vec<Row>> {
-        model_providers::list_by_account_id(self.conn(), account_id)
+        model_providers::list_by_account_id(&self.conn()?, account_id)
     }
 
     /// Deletes a provider; returns whether there was one. Secrets its `secretRefs` name are
@@ -134,7 +134,7 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`].
-    pub fn delete_provider(&mut self, account_id: &str, id: &str) -> Result<bool> {
+    pub fn delete_provider(&self, account_id: &str, id: &str) -> Result<bool> {
         self.write(|tx, _| Ok(model_providers::delete(tx, account_id, id)? > 0))
     }
 }

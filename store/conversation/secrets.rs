@@ -211,7 +211,7 @@ impl Store {
     /// # Errors
     /// [`Error::Invalid`] (`name`, `value`, `account_id`); as [`seal`] otherwise.
     pub fn set_secret(
-        &mut self,
+        &self,
         account_id: &str,
         name: &str,
         value: &[u8],
@@ -259,7 +259,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn secret(&self, account_id: &str, name: &str) -> Result<Option<SecretInfo>> {
-        Ok(secrets::get_by_name(self.conn(), account_id, name.trim())?.map(SecretInfo::from))
+        Ok(secrets::get_by_name(&self.conn()?, account_id, name.trim())?.map(SecretInfo::from))
     }
 
     /// The metadata of every secret of `account_id`, by name, without values.
@@ -267,7 +267,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn secrets(&self, account_id: &str) -> Result<Vec<SecretInfo>> {
-        Ok(secrets::list_by_account_id(self.conn(), account_id)?
+        Ok(secrets::list_by_account_id(&self.conn()?, account_id)?
             .into_iter()
             .map(SecretInfo::from)
             .collect())
@@ -277,7 +277,7 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`].
-    pub fn delete_secret(&mut self, account_id: &str, name: &str) -> Result<bool> {
+    pub fn delete_secret(&self, account_id: &str, name: &str) -> Result<bool> {
         self.write(|tx, _| {
             let deleted = query!(
                 "DELETE FROM secrets WHERE account_id = ?1 AND name = ?2",
@@ -296,12 +296,12 @@ impl Store {
     /// [`Error::NotFound`] (`secret`) when there is no such secret; as [`open`] otherwise.
     pub fn decrypt_secret(&self, account_id: &str, name: &str) -> Result<SecretPlaintext> {
         let name = name.trim();
-        let row = secrets::get_by_name(self.conn(), account_id, name)?.ok_or_else(|| {
+        let row = secrets::get_by_name(&self.conn()?, account_id, name)?.ok_or_else(|| {
             Error::NotFound {
                 what: "secret",
                 id: name.into(),
             }
         })?;
-        open(self.conn(), &row.ciphertext)
+        open(&*self.conn()?, &row.ciphertext)
     }
 }

@@ -155,7 +155,7 @@ fn normalize_plan(
 /// Loads the session, lets `edit` change it, stamps `updated_at` and writes it back, in one
 /// write. `edit` returns `false` to leave the row unwritten.
 fn edit_session<T>(
-    store: &mut Store,
+    store: &Store,
     account_id: &str,
     id: &str,
     edit: impl FnOnce(&mut Row, i64) -> Result<(bool, T)>,
@@ -220,7 +220,7 @@ impl Store {
     /// # Errors
     /// [`Error::NotFound`] (`agent`, `session` for the parent) when they are not in the account;
     /// [`Error::Invalid`] (`title`); [`Error::Sqlite`] otherwise.
-    pub fn create_session(&mut self, account_id: &str, new: &NewSession) -> Result<Row> {
+    pub fn create_session(&self, account_id: &str, new: &NewSession) -> Result<Row> {
         self.write(|tx, now| create_session(tx, now, account_id, new))
     }
 
@@ -229,7 +229,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`], or a stored value that does not decode.
     pub fn session(&self, account_id: &str, id: &str) -> Result<Option<Row>> {
-        sessions::get(self.conn(), account_id, id)
+        sessions::get(&self.conn()?, account_id, id)
     }
 
     /// A page of the agent's sessions, most recently updated first (`updated_at DESC, id DESC`).
@@ -259,7 +259,7 @@ impl Store {
                 children,
                 limit
             )
-            .fetch_all(self.conn())?,
+            .fetch_all(&self.conn()?)?,
             Some(c) => query_as!(
                 Row,
                 "SELECT id, account_id, agent_id, title, title_source, status, parent_session_id, \
@@ -275,7 +275,7 @@ impl Store {
                 c.updated_at,
                 c.id.as_str()
             )
-            .fetch_all(self.conn())?,
+            .fetch_all(&self.conn()?)?,
         };
         Ok(page_of(items, size, |r| (r.updated_at, r.id.clone())))
     }
@@ -285,7 +285,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn child_sessions(&self, account_id: &str, session_id: &str) -> Result<Vec<Row>> {
-        sessions::list_by_parent_session_id(self.conn(), account_id, session_id)
+        sessions::list_by_parent_session_id(&self.conn()?, account_id, session_id)
     }
 
     /// Writes a title by `source`, when the rules allow (see the module doc); returns whether it
@@ -294,7 +294,7 @@ impl Store {
     /// # Errors
     /// [`Error::NotFound`] (`session`); [`Error::Invalid`] (`title`); [`Error::Sqlite`] otherwise.
     pub fn set_session_title(
-        &mut self,
+        &self,
         account_id: &str,
         id: &str,
         title: &str,
@@ -319,7 +319,7 @@ impl Store {
     /// `plan.steps.resolved_by` from the model; `plan.steps.id` empty or repeated);
     /// [`Error::Sqlite`] or [`Error::Cbor`] otherwise.
     pub fn set_session_plan(
-        &mut self,
+        &self,
         account_id: &str,
         id: &str,
         plan: Option<RunPlan>,
@@ -346,7 +346,7 @@ impl Store {
     /// # Errors
     /// [`Error::NotFound`] (`session`); [`Error::Sqlite`] or [`Error::Cbor`] otherwise.
     pub fn set_session_model_override(
-        &mut self,
+        &self,
         account_id: &str,
         id: &str,
         model_override: Option<&ModelOverride>,
@@ -365,7 +365,7 @@ impl Store {
     /// [`Error::NotFound`] (`session`); [`Error::Invalid`] (`description`) over 4096 bytes;
     /// [`Error::Sqlite`] otherwise.
     pub fn set_session_description(
-        &mut self,
+        &self,
         account_id: &str,
         id: &str,
         description: Option<&str>,
@@ -388,7 +388,7 @@ impl Store {
     /// # Errors
     /// [`Error::NotFound`] (`session`); [`Error::Sqlite`] otherwise.
     pub fn set_session_thoroughness(
-        &mut self,
+        &self,
         account_id: &str,
         id: &str,
         thoroughness: Option<Thoroughness>,

@@ -134,7 +134,7 @@ impl Store {
     /// [`Error::JournalCap`] when the entry would pass 5,000 entries or 8 MiB (the run is then
     /// failed with `journal-cap` and nothing is appended), [`Error::LeaseLost`] when `claim` no
     /// longer holds the run, [`Error::NotFound`] when it is not in the account.
-    pub fn append_journal(&mut self, claim: &Claim, entry: &WorkflowJournalEntry) -> Result<i64> {
+    pub fn append_journal(&self, claim: &Claim, entry: &WorkflowJournalEntry) -> Result<i64> {
         // Committed even when capped: the run's failure is part of the outcome.
         let appended = self.write(|tx, now| {
             // The lease alone decides; the hot path never decodes the whole row.
@@ -167,13 +167,13 @@ impl Store {
         run_id: &str,
         after_seq: i64,
     ) -> Result<Vec<JournalRecord>> {
-        load_run(self.conn(), account_id, run_id)?;
+        load_run(&*self.conn()?, account_id, run_id)?;
         query!(
             "SELECT seq, entry_cbor, created_at FROM run_journal WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
             run_id,
             after_seq
         )
-        .fetch_all(self.conn())?
+        .fetch_all(&self.conn()?)?
         .into_iter()
         .map(|row| {
             Ok(JournalRecord {

@@ -87,7 +87,7 @@ impl Store {
     /// # Errors
     /// [`Error::Invalid`] for an empty name or a source [`validate_source`] refuses,
     /// [`Error::NotFound`] for an agent not in the account, [`Error::Conflict`] for a taken id.
-    pub fn create_trigger(&mut self, new: &NewTrigger) -> Result<TriggerWrite> {
+    pub fn create_trigger(&self, new: &NewTrigger) -> Result<TriggerWrite> {
         let name = trigger_name(&new.name)?;
         validate_source(&new.source)?;
         self.write(|tx, now| {
@@ -148,7 +148,7 @@ impl Store {
     /// [`Error::Conflict`] for a trigger retired by combination, [`Error::Invalid`] as
     /// [`Store::create_trigger`], [`Error::NotFound`] when it is not in the account.
     pub fn update_trigger(
-        &mut self,
+        &self,
         account_id: &str,
         id: &str,
         patch: &TriggerPatch,
@@ -204,7 +204,7 @@ impl Store {
     /// # Errors
     /// As [`Store::update_trigger`].
     pub fn set_trigger_enabled(
-        &mut self,
+        &self,
         account_id: &str,
         id: &str,
         enabled: bool,
@@ -221,7 +221,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
     pub fn trigger(&self, account_id: &str, id: &str) -> Result<Option<agent_triggers::Row>> {
-        agent_triggers::get(self.conn(), account_id, id)
+        agent_triggers::get(&self.conn()?, account_id, id)
     }
 
     /// An agent's triggers, most recently updated first.
@@ -229,7 +229,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
     pub fn triggers(&self, account_id: &str, agent_id: &str) -> Result<Vec<agent_triggers::Row>> {
-        agent_triggers::list_by_agent_id(self.conn(), account_id, agent_id)
+        agent_triggers::list_by_agent_id(&self.conn()?, account_id, agent_id)
     }
 
     /// Deletes a trigger in one transaction: its runs are detached (`trigger_firing_id`
@@ -239,7 +239,7 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`].
-    pub fn delete_trigger(&mut self, account_id: &str, id: &str) -> Result<bool> {
+    pub fn delete_trigger(&self, account_id: &str, id: &str) -> Result<bool> {
         self.write(|tx, _now| {
             if agent_triggers::get(tx, account_id, id)?.is_none() {
                 return Ok(false);

@@ -287,7 +287,7 @@ impl Store {
     /// [`Error::Invalid`] for an empty wait id, [`Error::LeaseLost`] when `claim` no longer
     /// holds the run, [`Error::NotFound`] when it is not in the account.
     pub fn register_wait(
-        &mut self,
+        &self,
         claim: &Claim,
         wait_id: &str,
         criteria: &WaitMatch,
@@ -315,7 +315,7 @@ impl Store {
     /// # Errors
     /// As [`Store::register_wait`] and [`Store::park_run`].
     pub fn park_for_event(
-        &mut self,
+        &self,
         claim: &Claim,
         wait: &RunWaitEvent,
         criteria: &WaitMatch,
@@ -333,7 +333,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
     pub fn run_waits(&self, account_id: &str, run_id: &str) -> Result<Vec<run_event_waits::Row>> {
-        run_event_waits::list_by_run_id(self.conn(), account_id, run_id)
+        run_event_waits::list_by_run_id(&self.conn()?, account_id, run_id)
     }
 
     /// Delivers `signal` (with `payload`) to the oldest matching wait of a run parked on an
@@ -346,7 +346,7 @@ impl Store {
     /// [`Error::Sqlite`] or a decode error; a delivery that finds nothing is
     /// [`SignalOutcome::NotDelivered`], not an error.
     pub fn deliver_signal(
-        &mut self,
+        &self,
         account_id: &str,
         run_id: Option<&str>,
         source: DeliverySource,
@@ -392,7 +392,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
     pub fn deliver_activity(
-        &mut self,
+        &self,
         account_id: &str,
         event: &ActivityEvent,
     ) -> Result<Vec<Delivered>> {
@@ -437,7 +437,7 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
-    pub fn sweep_wait_timeouts(&mut self) -> Result<Vec<Delivered>> {
+    pub fn sweep_wait_timeouts(&self) -> Result<Vec<Delivered>> {
         self.write(|tx, now| {
             let due = timeout_sweep_query!(now).fetch_all(tx)?;
             let mut timed_out = Vec::new();

@@ -24,7 +24,7 @@ impl Store {
         account_id: &str,
         server_url: &str,
     ) -> Result<Option<activity_watermarks::Row>> {
-        activity_watermarks::get(self.conn(), account_id, server_url)
+        activity_watermarks::get(&self.conn()?, account_id, server_url)
     }
 
     /// Every watermark of the account, by server URL.
@@ -32,7 +32,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
     pub fn watermarks(&self, account_id: &str) -> Result<Vec<activity_watermarks::Row>> {
-        activity_watermarks::list_by_account_id(self.conn(), account_id)
+        activity_watermarks::list_by_account_id(&self.conn()?, account_id)
     }
 
     /// Sets the cursor of a feed (creating the row), leaving the poll and outcome columns.
@@ -40,7 +40,7 @@ impl Store {
     /// # Errors
     /// [`Error::Invalid`] for an empty URL, [`Error::Sqlite`] otherwise.
     pub fn set_watermark_cursor(
-        &mut self,
+        &self,
         account_id: &str,
         server_url: &str,
         cursor: &ActivityCursor,
@@ -63,7 +63,7 @@ impl Store {
     /// # Errors
     /// As [`Store::set_watermark_cursor`].
     pub fn record_watermark_poll(
-        &mut self,
+        &self,
         account_id: &str,
         server_url: &str,
     ) -> Result<activity_watermarks::Row> {
@@ -86,7 +86,7 @@ impl Store {
     /// # Errors
     /// As [`Store::set_watermark_cursor`].
     pub fn record_watermark_success(
-        &mut self,
+        &self,
         account_id: &str,
         server_url: &str,
         cursor: &ActivityCursor,
@@ -112,7 +112,7 @@ impl Store {
     /// # Errors
     /// As [`Store::set_watermark_cursor`].
     pub fn record_watermark_error(
-        &mut self,
+        &self,
         account_id: &str,
         server_url: &str,
         error: &str,
@@ -136,7 +136,7 @@ impl Store {
     /// The shared body of every watermark write: the URL check, then in one write transaction
     /// the account touched, the caller's single upsert, and the row read back.
     fn upsert_watermark(
-        &mut self,
+        &self,
         account_id: &str,
         server_url: &str,
         upsert: impl FnOnce(&Connection, i64) -> Result<usize>,

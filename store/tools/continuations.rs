@@ -93,7 +93,7 @@ impl Store {
     /// [`Error::Conflict`] (`session continuation`) when the successor already has edges;
     /// whatever `make_successor` returns; [`Error::Sqlite`] otherwise.
     pub fn continue_session_with(
-        &mut self,
+        &self,
         account_id: &str,
         request: &ContinuationRequest,
         make_successor: impl FnOnce(&Connection, i64) -> Result<String>,
@@ -168,7 +168,7 @@ impl Store {
     /// # Errors
     /// As [`Store::continue_session_with`].
     pub fn record_continuation(
-        &mut self,
+        &self,
         account_id: &str,
         request: &ContinuationRequest,
         successor_session_id: &str,
@@ -189,7 +189,7 @@ impl Store {
         tool_call_id: &str,
     ) -> Result<Option<Row>> {
         session_continuations::get_by_predecessor_session_id_and_tool_call_id(
-            self.conn(),
+            &self.conn()?,
             account_id,
             predecessor_session_id,
             tool_call_id,
@@ -206,7 +206,7 @@ impl Store {
         successor_session_id: &str,
     ) -> Result<Option<Row>> {
         session_continuations::get_by_successor_session_id(
-            self.conn(),
+            &self.conn()?,
             account_id,
             successor_session_id,
         )
@@ -224,7 +224,7 @@ impl Store {
             .continuation_of(account_id, session_id)?
             .map_or_else(|| session_id.to_owned(), |edge| edge.origin_session_id);
         let edges =
-            session_continuations::list_by_origin_session_id(self.conn(), account_id, &origin)?;
+            session_continuations::list_by_origin_session_id(&self.conn()?, account_id, &origin)?;
         let mut next: HashMap<&str, Vec<&Row>> = HashMap::new();
         for edge in &edges {
             next.entry(edge.predecessor_session_id.as_str())

@@ -112,7 +112,7 @@ impl Store {
     /// `secret`) when the agent or the signing identity is not in the account;
     /// [`Error::Sqlite`] otherwise.
     pub fn create_draft(
-        &mut self,
+        &self,
         account_id: &str,
         agent_id: Option<&str>,
         fields: &DraftFields,
@@ -156,12 +156,7 @@ impl Store {
     /// # Errors
     /// As [`Store::create_draft`]; [`Error::NotFound`] (`draft`); [`Error::Conflict`] (`draft`)
     /// when it is already published.
-    pub fn update_draft(
-        &mut self,
-        account_id: &str,
-        id: &str,
-        fields: &DraftFields,
-    ) -> Result<Row> {
+    pub fn update_draft(&self, account_id: &str, id: &str, fields: &DraftFields) -> Result<Row> {
         self.write(|tx, now| {
             let existing =
                 agent_drafts::get(tx, account_id, id)?.ok_or_else(|| draft_not_found(id))?;
@@ -199,7 +194,7 @@ impl Store {
     /// [`Error::NotFound`] (`draft`); [`Error::Conflict`] (`draft`) when it was published as
     /// something else; [`Error::Sqlite`] otherwise.
     pub fn publish_draft(
-        &mut self,
+        &self,
         account_id: &str,
         id: &str,
         published_id: &str,
@@ -241,7 +236,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`], or a stored status outside the enum.
     pub fn draft(&self, account_id: &str, id: &str) -> Result<Option<Row>> {
-        agent_drafts::get(self.conn(), account_id, id)
+        agent_drafts::get(&self.conn()?, account_id, id)
     }
 
     /// The drafts of `account_id`, most recently updated first.
@@ -249,7 +244,7 @@ impl Store {
     /// # Errors
     /// As [`Store::draft`].
     pub fn drafts(&self, account_id: &str) -> Result<Vec<Row>> {
-        agent_drafts::list_by_account_id(self.conn(), account_id)
+        agent_drafts::list_by_account_id(&self.conn()?, account_id)
     }
 
     /// The drafts of the agent `agent_id`, most recently updated first.
@@ -257,7 +252,7 @@ impl Store {
     /// # Errors
     /// As [`Store::draft`].
     pub fn agent_drafts(&self, account_id: &str, agent_id: &str) -> Result<Vec<Row>> {
-        agent_drafts::list_by_agent_id(self.conn(), account_id, agent_id)
+        agent_drafts::list_by_agent_id(&self.conn()?, account_id, agent_id)
     }
 
     /// The drafts of `account_id` with `status`, by id.
@@ -265,14 +260,14 @@ impl Store {
     /// # Errors
     /// As [`Store::draft`].
     pub fn drafts_by_status(&self, account_id: &str, status: Status) -> Result<Vec<Row>> {
-        agent_drafts::list_by_status(self.conn(), account_id, status)
+        agent_drafts::list_by_status(&self.conn()?, account_id, status)
     }
 
     /// Deletes the draft `id`; returns whether there was one.
     ///
     /// # Errors
     /// [`Error::Sqlite`].
-    pub fn delete_draft(&mut self, account_id: &str, id: &str) -> Result<bool> {
+    pub fn delete_draft(&self, account_id: &str, id: &str) -> Result<bool> {
         self.write(|tx, _| Ok(agent_drafts::delete(tx, account_id, id)? > 0))
     }
 }

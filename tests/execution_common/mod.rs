@@ -51,7 +51,7 @@ impl Fixture {
     }
 
     pub fn session_status(&self, id: &str) -> sessions::Status {
-        sessions::get(self.store.conn(), A, id)
+        sessions::get(&self.store.conn().unwrap(), A, id)
             .unwrap()
             .unwrap()
             .status

@@ -100,7 +100,7 @@ impl Ids {
 
 /// Every table (from `sqlite_schema`), every row, every column, rendered and sorted.
 pub fn snapshot(store: &Store) -> BTreeMap<String, Vec<String>> {
-    let conn = store.conn();
+    let conn = &store.conn().unwrap();
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
         .unwrap()

@@ -55,7 +55,7 @@ pub fn results(stdout: &str) -> Vec<String> {
 
 /// Opens `path` and creates an agent with `sessions` top-level sessions; returns their ids.
 pub fn store_with_sessions(path: &Path, sessions: usize) -> (Store, Vec<String>) {
-    let mut store = Store::open(path).expect("open a fresh store");
+    let store = Store::open(path).expect("open a fresh store");
     let agent = store
         .create_agent(
             ACCOUNT,

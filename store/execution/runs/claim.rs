@@ -31,11 +31,7 @@ impl Store {
     ///
     /// # Errors
     /// [`crate::Error::Invalid`] for an empty owner, [`crate::Error::Sqlite`] otherwise.
-    pub fn claim_next_run(
-        &mut self,
-        owner: &str,
-        limits: ClaimLimits,
-    ) -> Result<Option<runs::Row>> {
+    pub fn claim_next_run(&self, owner: &str, limits: ClaimLimits) -> Result<Option<runs::Row>> {
         check_owner(owner)?;
         // The frame's IMMEDIATE takes the write lock before the statement reads, so a claimer
         // never works from a snapshot another claimer has already changed (and waits on the busy
@@ -58,12 +54,7 @@ impl Store {
     /// # Errors
     /// [`crate::Error::NotFound`] when the run is not in the account, [`crate::Error::Sqlite`]
     /// otherwise.
-    pub fn claim_run(
-        &mut self,
-        account_id: &str,
-        id: &str,
-        owner: &str,
-    ) -> Result<Option<runs::Row>> {
+    pub fn claim_run(&self, account_id: &str, id: &str, owner: &str) -> Result<Option<runs::Row>> {
         check_owner(owner)?;
         self.write(|tx, now| {
             load_run(tx, account_id, id)?;
@@ -76,7 +67,7 @@ impl Store {
     /// # Errors
     /// [`crate::Error::LeaseLost`] when `claim` no longer holds the run (see [`crate::lease`]),
     /// [`crate::Error::NotFound`] when it is not in the account.
-    pub fn start_run(&mut self, claim: &Claim) -> Result<runs::Row> {
+    pub fn start_run(&self, claim: &Claim) -> Result<runs::Row> {
         self.write(|tx, now| {
             let mut row = fence(tx, claim)?;
             row.status = Status::Running;
@@ -93,7 +84,7 @@ impl Store {
     /// [`crate::Error::LeaseLost`] when `claim` no longer holds the run (the run was swept,
     /// requeued, finished or claimed by another worker), [`crate::Error::NotFound`] when it is
     /// not in the account.
-    pub fn renew_lease(&mut self, claim: &Claim) -> Result<i64> {
+    pub fn renew_lease(&self, claim: &Claim) -> Result<i64> {
         self.write(|tx, now| {
             let expiry = now + LEASE_MS;
             fence(tx, claim)?;
@@ -115,7 +106,7 @@ impl Store {
     ///
     /// # Errors
     /// [`crate::Error::Sqlite`].
-    pub fn boot_sweep(&mut self, mode: SweepMode) -> Result<Vec<String>> {
+    pub fn boot_sweep(&self, mode: SweepMode) -> Result<Vec<String>> {
         self.write(|tx, now| {
             let live = live_runs_query!().fetch_all(tx)?;
             let mut requeued = Vec::new();

@@ -26,7 +26,7 @@ impl Store {
     /// parent, agent, session or trigger firing not in the account, [`Error::Conflict`] when the
     /// chosen id belongs to another account, [`Error::Sqlite`] otherwise (for example an unknown
     /// agent or session).
-    pub fn enqueue_run(&mut self, new: &NewRun) -> Result<runs::Row> {
+    pub fn enqueue_run(&self, new: &NewRun) -> Result<runs::Row> {
         non_empty("title", &new.title)?;
         let title = new.title.trim();
         if new.max_attempts < 1 {
@@ -149,7 +149,7 @@ impl Store {
     /// # Errors
     /// [`Error::LeaseLost`] when `claim` no longer holds the run, [`Error::NotFound`] when it is
     /// not in the account.
-    pub fn continue_as_new(&mut self, claim: &Claim, next: &ContinueAsNew) -> Result<runs::Row> {
+    pub fn continue_as_new(&self, claim: &Claim, next: &ContinueAsNew) -> Result<runs::Row> {
         if let Some(title) = &next.title {
             non_empty("title", title)?;
         }

@@ -24,7 +24,7 @@ impl Store {
     /// # Errors
     /// [`crate::Error::LeaseLost`] when `claim` no longer holds the run,
     /// [`crate::Error::NotFound`] when it is not in the account.
-    pub fn record_run_usage(&mut self, claim: &Claim, usage: &RunUsage) -> Result<runs::Row> {
+    pub fn record_run_usage(&self, claim: &Claim, usage: &RunUsage) -> Result<runs::Row> {
         self.write(|tx, now| {
             let mut row = fence(tx, claim)?;
             let mut usage = usage.clone();
@@ -51,7 +51,7 @@ impl Store {
     /// # Errors
     /// [`crate::Error::LeaseLost`] when `claim` no longer holds the run (swept, reclaimed or
     /// ended), [`crate::Error::NotFound`] when it is not in the account.
-    pub fn finalize_run(&mut self, claim: &Claim, outcome: RunOutcome) -> Result<Finalized> {
+    pub fn finalize_run(&self, claim: &Claim, outcome: RunOutcome) -> Result<Finalized> {
         let jitter = rand::thread_rng().gen_range(0..=BACKOFF_JITTER_MS);
         self.write(|tx, now| {
             let mut row = load_run(tx, &claim.account_id, &claim.run_id)?;
@@ -100,7 +100,7 @@ impl Store {
     ///
     /// # Errors
     /// [`crate::Error::NotFound`] when the run is not in the account.
-    pub fn cancel_run_tree(&mut self, account_id: &str, id: &str) -> Result<CancelReport> {
+    pub fn cancel_run_tree(&self, account_id: &str, id: &str) -> Result<CancelReport> {
         self.write(|tx, now| {
             load_run(tx, account_id, id)?;
             let members = tree_members_query!(account_id, id).fetch_all(tx)?;

@@ -31,7 +31,7 @@ impl Store {
     /// # Errors
     /// [`Error::Invalid`] for a children wait without ids, [`Error::LeaseLost`] when `claim` no
     /// longer holds the run, [`Error::NotFound`] when it is not in the account.
-    pub fn park_run(&mut self, claim: &Claim, wait: &RunWait) -> Result<runs::Row> {
+    pub fn park_run(&self, claim: &Claim, wait: &RunWait) -> Result<runs::Row> {
         if let RunWait::Children(children) = wait {
             if children.tool_call_ids.is_empty() {
                 return Err(invalid(
@@ -49,7 +49,7 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`] or [`Error::Cbor`].
-    pub fn wake_due_timers(&mut self) -> Result<Vec<String>> {
+    pub fn wake_due_timers(&self) -> Result<Vec<String>> {
         self.write(|tx, now| {
             let due = due_timers_query!(now).fetch_all(tx)?;
             let mut woken = Vec::new();
@@ -73,7 +73,7 @@ impl Store {
     /// # Errors
     /// [`Error::Conflict`] when the run is not waiting, [`Error::NotFound`] when it is not in the
     /// account.
-    pub fn requeue_run(&mut self, account_id: &str, id: &str) -> Result<runs::Row> {
+    pub fn requeue_run(&self, account_id: &str, id: &str) -> Result<runs::Row> {
         self.write(|tx, now| {
             let mut row = load_run(tx, account_id, id)?;
             if row.status != Status::Waiting {
@@ -92,7 +92,7 @@ impl Store {
     /// [`Error::NotFound`] when the parent is not in the account, [`Error::Sqlite`] or
     /// [`Error::Cbor`] otherwise.
     pub fn resolve_child(
-        &mut self,
+        &self,
         account_id: &str,
         parent_id: &str,
         tool_call_id: &str,
@@ -126,7 +126,7 @@ impl Store {
     /// # Errors
     /// [`Error::Conflict`] when the run is not parked on a budget pause, [`Error::NotFound`]
     /// when it is not in the account.
-    pub fn resume_budget_pause(&mut self, account_id: &str, id: &str) -> Result<runs::Row> {
+    pub fn resume_budget_pause(&self, account_id: &str, id: &str) -> Result<runs::Row> {
         self.write(|tx, now| {
             let mut row = load_run(tx, account_id, id)?;
             let wait = row.wait_cbor.as_ref().map(Cbor::decode).transpose()?;

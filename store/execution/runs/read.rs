@@ -14,7 +14,7 @@ impl Store {
     /// # Errors
     /// [`crate::Error::Sqlite`] or a decode error.
     pub fn run(&self, account_id: &str, id: &str) -> Result<Option<runs::Row>> {
-        runs::get(self.conn(), account_id, id)
+        runs::get(&self.conn()?, account_id, id)
     }
 
     /// Every run of the tree rooted at `root_run_id`, oldest first (through `runs_by_root`).
@@ -22,7 +22,7 @@ impl Store {
     /// # Errors
     /// [`crate::Error::Sqlite`] or a decode error.
     pub fn run_tree(&self, account_id: &str, root_run_id: &str) -> Result<Vec<runs::Row>> {
-        run_tree_query!(account_id, root_run_id).fetch_all(self.conn())
+        run_tree_query!(account_id, root_run_id).fetch_all(&self.conn()?)
     }
 
     /// The runs of a session, newest first (through `runs_by_session`).
@@ -30,7 +30,7 @@ impl Store {
     /// # Errors
     /// [`crate::Error::Sqlite`] or a decode error.
     pub fn session_runs(&self, account_id: &str, session_id: &str) -> Result<Vec<runs::Row>> {
-        session_runs_query!(account_id, session_id).fetch_all(self.conn())
+        session_runs_query!(account_id, session_id).fetch_all(&self.conn()?)
     }
 
     /// The child a parent's delegate call spawned (through `runs_by_parent_tool_call`), the
@@ -45,6 +45,6 @@ impl Store {
         tool_call_id: &str,
     ) -> Result<Option<runs::Row>> {
         child_by_tool_call_query!(account_id, parent_run_id, tool_call_id)
-            .fetch_optional(self.conn())
+            .fetch_optional(&self.conn()?)
     }
 }

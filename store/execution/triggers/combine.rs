@@ -84,7 +84,7 @@ impl Store {
     /// trigger that is not an activity trigger; [`crate::Error::Conflict`] when either is already
     /// retired; [`crate::Error::NotFound`] when either is not in the account.
     pub fn combine_triggers(
-        &mut self,
+        &self,
         account_id: &str,
         request: &CombineTriggers,
     ) -> Result<agent_triggers::Row> {

@@ -171,7 +171,7 @@ impl Store {
     /// # Errors
     /// [`Error::NotFound`] for a trigger not in the account, [`Error::Conflict`] for a disabled
     /// or retired trigger, or a webhook key reused with another body digest.
-    pub fn admit_firing(&mut self, request: &FiringRequest) -> Result<Admission> {
+    pub fn admit_firing(&self, request: &FiringRequest) -> Result<Admission> {
         if let FiringKey::Activity { key } = &request.key {
             if key.is_empty() {
                 return Err(invalid("key", "an activity key must not be empty"));
@@ -311,7 +311,7 @@ impl Store {
     /// the update names, is not in the account (another account's is refused like an unknown
     /// one).
     pub fn update_firing(
-        &mut self,
+        &self,
         account_id: &str,
         firing_id: &str,
         update: &FiringUpdate,
@@ -353,7 +353,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
     pub fn firings(&self, account_id: &str, trigger_id: &str) -> Result<Vec<trigger_firings::Row>> {
-        firings_query!(account_id, trigger_id).fetch_all(self.conn())
+        firings_query!(account_id, trigger_id).fetch_all(&self.conn()?)
     }
 
     /// The activity claims of a trigger.
@@ -365,6 +365,10 @@ impl Store {
         account_id: &str,
         trigger_id: &str,
     ) -> Result<Vec<crate::schema::trigger_event_claims::Row>> {
-        crate::schema::trigger_event_claims::list_by_trigger_id(self.conn(), account_id, trigger_id)
+        crate::schema::trigger_event_claims::list_by_trigger_id(
+            &self.conn()?,
+            account_id,
+            trigger_id,
+        )
     }
 }

@@ -89,8 +89,8 @@ impl Store {
     /// [`Error::NotFound`] when the trigger has no credential, the secrets module's errors when
     /// the ciphertext does not open under the server key.
     pub fn webhook_secret(&self, account_id: &str, trigger_id: &str) -> Result<WebhookSecret> {
-        let row = credential(self.conn(), account_id, trigger_id)?;
-        let plain = crate::secrets::open(self.conn(), &row.secret_ciphertext)?;
+        let row = credential(&*self.conn()?, account_id, trigger_id)?;
+        let plain = crate::secrets::open(&*self.conn()?, &row.secret_ciphertext)?;
         let text = plain
             .expose_str()
             .ok_or_else(|| invalid("secret_ciphertext", "does not decrypt to text"))?;
@@ -108,7 +108,7 @@ impl Store {
         trigger_id: &str,
         presented: &str,
     ) -> Result<bool> {
-        let Some(row) = webhook_trigger_credentials::get(self.conn(), account_id, trigger_id)?
+        let Some(row) = webhook_trigger_credentials::get(&self.conn()?, account_id, trigger_id)?
         else {
             return Ok(false);
         };
@@ -126,7 +126,7 @@ impl Store {
     /// [`Error::Conflict`] for a reused Idempotency-Key with a different body, and as
     /// [`Store::admit_firing`].
     pub fn admit_webhook(
-        &mut self,
+        &self,
         account_id: &str,
         trigger_id: &str,
         idempotency_key: Option<&str>,
@@ -151,7 +151,7 @@ impl Store {
     /// # Errors
     /// [`Error::NotFound`] when the trigger has no credential.
     pub fn rotate_webhook_secret(
-        &mut self,
+        &self,
         account_id: &str,
         trigger_id: &str,
     ) -> Result<WebhookSecret> {

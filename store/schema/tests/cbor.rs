@@ -4,8 +4,9 @@ use super::*;
 
 #[test]
 fn cbor_columns_round_trip_canonical_dag_cbor() {
-    let (_dir, mut store) = world();
-    let conn = store.writer();
+    let (_dir, store) = world();
+    let raw = store.writer().raw();
+    let conn = &*raw;
 
     // sessions.plan_cbor: RunPlan. Keys sorted length-first, then bytewise within a length:
     // plan {"steps"(5), "title"(5), "settledAt"(9)} and step {"id"(2), "label"(5), "status"(6),

@@ -235,8 +235,8 @@ macro_rules! round_trips {
             $(
                 #[test]
                 fn $table() {
-                    let (_dir, mut store) = world();
-                    check(store.writer(), $case);
+                    let (_dir, store) = world();
+                    check(&*store.writer().raw(), $case);
                 }
             )*
         }
@@ -251,12 +251,12 @@ macro_rules! round_trips {
 #[test]
 #[should_panic(expected = "runs: get in another account")]
 fn the_round_trip_catches_a_get_that_ignores_the_account() {
-    let (_dir, mut store) = world();
+    let (_dir, store) = world();
     let mut case = case!(
         runs, scoped(A, B), key("run-2"), lists[], uniques[],
         row: run("run-2", A, Some("run-1"), runs::Status::Waiting, runs::Queue::Interactive),
         update: |r| { r.attempt = 2; },
     );
     case.get = |c, _| runs::get(c, A, "run-2");
-    check(store.writer(), case);
+    check(&*store.writer().raw(), case);
 }

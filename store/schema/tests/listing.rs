@@ -5,8 +5,9 @@ use super::*;
 
 #[test]
 fn list_helpers_return_rows_in_index_order_then_by_primary_key() {
-    let (_dir, mut store) = world();
-    let conn = store.writer();
+    let (_dir, store) = world();
+    let raw = store.writer().raw();
+    let conn = &*raw;
 
     // agents_by_account (account_id, updated_at DESC): agent-1 has updated_at T + 12.
     for (id, updated_at) in [
@@ -80,8 +81,9 @@ fn ids(conn: &Connection, sql: &str, params: &[rusqlite::types::Value]) -> Vec<S
 
 #[test]
 fn sea_query_columns_build_statements_sqlite_runs() {
-    let (_dir, mut store) = world();
-    let conn = store.writer();
+    let (_dir, store) = world();
+    let raw = store.writer().raw();
+    let conn = &*raw;
     for (id, account, status) in [
         ("run-q2", A, runs::Status::Queued),
         ("run-q1", A, runs::Status::Queued),
@@ -170,8 +172,9 @@ fn sea_query_columns_build_statements_sqlite_runs() {
 
 #[test]
 fn a_listing_built_at_run_time_selects_every_column_and_decodes_rows() {
-    let (_dir, mut store) = world();
-    let conn = store.writer();
+    let (_dir, store) = world();
+    let raw = store.writer().raw();
+    let conn = &*raw;
     for (id, status) in [
         ("run-q3", runs::Status::Queued),
         ("run-q1", runs::Status::Queued),

@@ -246,8 +246,9 @@ fn run(
 /// session-1, trigger-1, firing-1 and run-1 in A, and agent-b, session-b in B.
 fn world() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path().join("x.sqlite")).unwrap();
-    let conn = store.writer();
+    let store = Store::open(dir.path().join("x.sqlite")).unwrap();
+    let raw = store.writer().raw();
+    let conn = &*raw;
     let on: bool = conn
         .query_row("PRAGMA foreign_keys", (), |row| row.get(0))
         .unwrap();
@@ -268,5 +269,6 @@ fn world() -> (tempfile::TempDir, Store) {
         runs::Queue::Background,
     );
     runs::insert(conn, &root).unwrap();
+    drop(raw);
     (dir, store)
 }

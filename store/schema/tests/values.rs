@@ -34,8 +34,9 @@ fn assert_all_null(conn: &Connection, table: &str, id: &str, expected: usize) {
 
 #[test]
 fn nullable_columns_are_options_that_round_trip_none() {
-    let (_dir, mut store) = world();
-    let conn = store.writer();
+    let (_dir, store) = world();
+    let raw = store.writer().raw();
+    let conn = &*raw;
 
     let bare_run = runs::Row {
         id: "run-bare".into(),
@@ -134,8 +135,9 @@ fn nullable_columns_are_options_that_round_trip_none() {
 
 #[test]
 fn an_unknown_enum_value_is_a_typed_error() {
-    let (_dir, mut store) = world();
-    let conn = store.writer();
+    let (_dir, store) = world();
+    let raw = store.writer().raw();
+    let conn = &*raw;
     conn.execute("UPDATE runs SET status = 'exploded' WHERE id = 'run-1'", ())
         .unwrap();
 
@@ -214,8 +216,9 @@ fn an_unknown_enum_value_is_a_typed_error() {
 
 #[test]
 fn a_bool_column_outside_0_and_1_is_a_typed_error() {
-    let (_dir, mut store) = world();
-    let conn = store.writer();
+    let (_dir, store) = world();
+    let raw = store.writer().raw();
+    let conn = &*raw;
     let stored: (i64, i64) = conn
         .query_row(
             "SELECT public_read, public_chat FROM agents WHERE id = 'agent-1'",

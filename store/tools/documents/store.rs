@@ -80,15 +80,23 @@ impl Store {
     /// [`Error::Invalid`] for a registry entry that fails [`validate_document`], is not a
     /// builtin, or repeats a name; [`Error::NotFound`] (`agent`); [`Error::Sqlite`] otherwise.
     pub fn ensure_builtin_tools(
-        &mut self,
+        &self,
         account_id: &str,
         agent_id: &str,
         registry: &[ToolDocument],
     ) -> Result<ToolSync> {
         let registry = encode_registry(registry)?;
-        agent_in(self.conn(), account_id, agent_id)?;
+        agent_in(&*self.conn()?, account_id, agent_id)?;
         let mut shadowed = Vec::new();
-        if plan_builtins(self.conn(), account_id, agent_id, &registry, &mut shadowed)?.is_empty() {
+        if plan_builtins(
+            &*self.conn()?,
+            account_id,
+            agent_id,
+            &registry,
+            &mut shadowed,
+        )?
+        .is_empty()
+        {
             return Ok(ToolSync {
                 shadowed,
                 ..ToolSync::default()
@@ -113,7 +121,7 @@ impl Store {
     /// or an MCP projection holds the name; [`Error::NotFound`] (`agent`); [`Error::Sqlite`]
     /// otherwise.
     pub fn put_lambda_tool(
-        &mut self,
+        &self,
         account_id: &str,
         agent_id: &str,
         doc: &ToolDocument,
@@ -178,7 +186,7 @@ impl Store {
     /// # Errors
     /// [`Error::NotFound`] (`tool`); [`Error::Sqlite`] otherwise.
     pub fn set_tool_enabled(
-        &mut self,
+        &self,
         account_id: &str,
         agent_id: &str,
         name: &str,
@@ -201,7 +209,7 @@ impl Store {
     /// # Errors
     /// [`Error::ToolNotDeletable`] for a builtin (disable it instead) or an MCP projection (it
     /// goes with its server or the agent's reference); [`Error::Sqlite`] otherwise.
-    pub fn delete_tool(&mut self, account_id: &str, agent_id: &str, name: &str) -> Result<bool> {
+    pub fn delete_tool(&self, account_id: &str, agent_id: &str, name: &str) -> Result<bool> {
         self.write(|tx, _| {
             let deleted = match tool_documents::get(tx, account_id, agent_id, name)? {
                 None => false,
@@ -222,7 +230,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`], or a stored kind outside the enum.
     pub fn tool(&self, account_id: &str, agent_id: &str, name: &str) -> Result<Option<Row>> {
-        tool_documents::get(self.conn(), account_id, agent_id, name)
+        tool_documents::get(&self.conn()?, account_id, agent_id, name)
     }
 
     /// What exactly the agent can run: after materializing `registry`
@@ -233,14 +241,14 @@ impl Store {
     /// # Errors
     /// As [`Store::ensure_builtin_tools`] and [`Store::sync_mcp_tools`].
     pub fn agent_tools(
-        &mut self,
+        &self,
         account_id: &str,
         agent_id: &str,
         registry: &[ToolDocument],
     ) -> Result<Vec<Row>> {
         self.ensure_builtin_tools(account_id, agent_id, registry)?;
         self.sync_mcp_tools(account_id, Some(agent_id))?;
-        let mut rows = tool_documents::list_by_agent_id(self.conn(), account_id, agent_id)?;
+        let mut rows = tool_documents::list_by_agent_id(&self.conn()?, account_id, agent_id)?;
         rows.retain(|r| r.enabled);
         rows.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(rows)

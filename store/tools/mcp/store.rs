@@ -41,7 +41,7 @@ impl Store {
     /// [`Error::Conflict`] (`MCP server`) when the account has a server of that name;
     /// [`Error::Sqlite`] otherwise.
     pub fn create_mcp_server(
-        &mut self,
+        &self,
         account_id: &str,
         name: &str,
         input: &McpServerInput,
@@ -87,7 +87,7 @@ impl Store {
     /// As [`Store::create_mcp_server`], with [`Error::NotFound`] (`MCP server`) instead of the
     /// conflict.
     pub fn update_mcp_server(
-        &mut self,
+        &self,
         account_id: &str,
         name: &str,
         input: &McpServerInput,
@@ -124,7 +124,7 @@ impl Store {
     /// # Errors
     /// [`Error::NotFound`] (`MCP server`); [`Error::Sqlite`] otherwise.
     pub fn set_mcp_server_enabled(
-        &mut self,
+        &self,
         account_id: &str,
         name: &str,
         enabled: bool,
@@ -146,7 +146,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn mcp_server(&self, account_id: &str, name: &str) -> Result<Option<Row>> {
-        mcp_servers::get_by_name(self.conn(), account_id, name)
+        mcp_servers::get_by_name(&self.conn()?, account_id, name)
     }
 
     /// The servers of `account_id`, by name.
@@ -154,7 +154,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn mcp_servers(&self, account_id: &str) -> Result<Vec<Row>> {
-        let mut rows = mcp_servers::list_by_account_id(self.conn(), account_id)?;
+        let mut rows = mcp_servers::list_by_account_id(&self.conn()?, account_id)?;
         rows.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(rows)
     }
@@ -169,7 +169,7 @@ impl Store {
     /// [`Error::NotFound`] (`MCP server`); [`Error::Sqlite`] otherwise. A failed discovery is
     /// not an error of this call: it is recorded.
     pub fn record_mcp_discovery(
-        &mut self,
+        &self,
         account_id: &str,
         name: &str,
         outcome: std::result::Result<McpTools, String>,
@@ -211,9 +211,9 @@ impl Store {
     ///
     /// # Errors
     /// As [`sync`].
-    pub fn sync_mcp_tools(&mut self, account_id: &str, agent_id: Option<&str>) -> Result<ToolSync> {
+    pub fn sync_mcp_tools(&self, account_id: &str, agent_id: Option<&str>) -> Result<ToolSync> {
         {
-            let projection = Projection::load(self.conn(), account_id, agent_id)?;
+            let projection = Projection::load(&*self.conn()?, account_id, agent_id)?;
             let (plans, shadowed) = projection.plan();
             if plans.is_empty() {
                 return Ok(ToolSync {
@@ -233,7 +233,7 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::NotFound`] (`MCP server`); [`Error::Sqlite`] or [`Error::Cbor`] otherwise.
-    pub fn delete_mcp_server(&mut self, account_id: &str, name: &str) -> Result<McpDeletion> {
+    pub fn delete_mcp_server(&self, account_id: &str, name: &str) -> Result<McpDeletion> {
         self.write(|tx, now| {
         let server = server_in(tx, account_id, name)?;
         let config: McpServerConfig = server.config_cbor.decode()?;

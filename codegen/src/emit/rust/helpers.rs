@@ -466,8 +466,12 @@ impl TableGen<'_> {
         };
         quote! {
             #doc
-            #vis fn #fn_name(conn: &#rt::rusqlite::Connection, #(#params),*) -> #rt::Result<#ret> {
+            #vis fn #fn_name(
+                conn: &impl ::std::borrow::Borrow<#rt::rusqlite::Connection>,
+                #(#params),*
+            ) -> #rt::Result<#ret> {
                 const SQL: &str = #sql_lit;
+                let conn: &#rt::rusqlite::Connection = conn.borrow();
                 #body
             }
         }

@@ -1,0 +1,251 @@
+//! The handle a server shares: [`Store`], cheap to clone, `Send + Sync`, every operation `&self`.
+//!
+//! What runs where: reads take a connection from a small pool ([`crate::pool`]) and run
+//! alongside each other and alongside a write, each on its own WAL snapshot; writes run on the
+//! one writer connection, batched by group commit ([`crate::commit`]). A long read blocks no
+//! write and no other read; it only keeps one pooled connection busy.
+//!
+//! Invariant: the writer connection is reached only through the transaction frame
+//! ([`Store::write`]), and every connection handed out for reading is `query_only`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use crate::clock::Clock;
+use crate::commit::{Bounds, Writer};
+use crate::error::{self, Result};
+use crate::migrate::Outcome;
+use crate::pool::{Opener, Pool, Reader};
+use crate::schema;
+
+/// An open, gated, current database: a handle to clone into every thread and task that uses it.
+///
+/// # Examples
+/// ```
+/// use seed_agents_store::Store;
+///
+/// let dir = tempfile::tempdir()?;
+/// let store = Store::open(dir.path().join("agents.sqlite"))?;
+/// assert_eq!(
+///     store.outcome(),
+///     seed_agents_store::Outcome::Fresh { version: seed_agents_store::schema::SCHEMA_VERSION }
+/// );
+/// // Clones share the connections; writes from several threads are committed together.
+/// let threads: Vec<_> = (0..4)
+///     .map(|n| {
+///         let store = store.clone();
+///         std::thread::spawn(move || store.touch_account(&format!("acct-{n}")))
+///     })
+///     .collect();
+/// for thread in threads {
+///     thread.join().expect("no panic")?;
+/// }
+/// let counts = store.table_counts()?;
+/// assert!(counts.contains(&("accounts", 4)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Store {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    writer: Writer,
+    readers: Pool,
+    path: Arc<Path>,
+    read_only: bool,
+    outcome: Outcome,
+    clock: Arc<dyn Clock>,
+}
+
+/// How a handle shares its connections ([`crate::OpenOptions`] sets them).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sharing {
+    pub(crate) read_connections: usize,
+    pub(crate) busy_timeout: Duration,
+    pub(crate) batch: Bounds,
+}
+
+/// What a new handle is made of.
+pub(crate) struct Parts {
+    pub(crate) writer: Connection,
+    pub(crate) first_reader: Connection,
+    pub(crate) opener: Opener,
+    pub(crate) path: Arc<Path>,
+    pub(crate) read_only: bool,
+    pub(crate) outcome: Outcome,
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+impl Store {
+    pub(crate) fn assemble(parts: Parts, sharing: Sharing) -> Result<Store> {
+        let Parts {
+            mut writer,
+            mut first_reader,
+            opener,
+            path,
+            read_only,
+            outcome,
+            clock,
+        } = parts;
+        crate::busy::install_with(&mut writer, sharing.busy_timeout)?;
+        crate::busy::install_with(&mut first_reader, sharing.busy_timeout)?;
+        let timeout = sharing.busy_timeout;
+        let opener: Opener = Box::new(move || {
+            let mut conn = opener()?;
+            crate::busy::install_with(&mut conn, timeout)?;
+            Ok(conn)
+        });
+        Ok(Store {
+            shared: Arc::new(Shared {
+                writer: Writer::new(writer, sharing.batch),
+                readers: Pool::new(
+                    first_reader,
+                    sharing.read_connections,
+                    sharing.busy_timeout,
+                    path.clone(),
+                    opener,
+                ),
+                path,
+                read_only,
+                outcome,
+                clock,
+            }),
+        })
+    }
+
+    /// Whether the store was opened with [`Store::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.shared.read_only
+    }
+
+    /// The clock operations take "now" from.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.shared.clock
+    }
+
+    /// The current time by the store's clock, in epoch milliseconds.
+    pub fn now_ms(&self) -> i64 {
+        self.shared.clock.now_ms()
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// What opening did.
+    pub fn outcome(&self) -> Outcome {
+        self.shared.outcome
+    }
+
+    /// A read-only connection (`PRAGMA query_only`) from the store's pool, for the generated
+    /// read helpers, the query macros and any SQL of your own that reads; dropping the
+    /// [`Reader`] gives it back. A statement that would write fails with [`Error::ReadOnly`]:
+    /// writes go through the domain operations, which keep the invariants.
+    ///
+    /// # Errors
+    /// [`Error::Busy`] when every pooled connection stays in use for the busy timeout (a
+    /// thread holding one while asking for another can cause that), or the error opening one
+    /// more connection.
+    ///
+    /// # Examples
+    /// ```
+    /// use seed_agents_store::{schema::accounts, Store};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let store = Store::open(dir.path().join("agents.sqlite"))?;
+    /// store.touch_account("acct-1")?;
+    /// assert!(accounts::get(&store.conn()?, "acct-1")?.is_some());
+    /// let write = store.conn()?.execute("DELETE FROM accounts", []);
+    /// assert!(write.is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// [`Error::ReadOnly`]: crate::Error::ReadOnly
+    /// [`Error::Busy`]: crate::Error::Busy
+    pub fn conn(&self) -> Result<Reader<'_>> {
+        error::working_on(&self.shared.path, self.shared.read_only);
+        self.shared.readers.get()
+    }
+
+    /// The group-commit writer, for the transaction frame.
+    pub(crate) fn writer(&self) -> &Writer {
+        error::working_on(&self.shared.path, self.shared.read_only);
+        &self.shared.writer
+    }
+
+    /// Sets how long a commit waits for the disk. [`Durability::Full`] (the default) makes every
+    /// committed write survive a power cut; [`Durability::Normal`] can lose the last commits to
+    /// one (never the file's integrity, in WAL mode) for faster writes. For this store and its
+    /// clones, until the last is dropped.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`](crate::Error::Sqlite) when the pragma fails.
+    pub fn set_durability(&self, durability: Durability) -> Result<()> {
+        let mode = match durability {
+            Durability::Full => "FULL",
+            Durability::Normal => "NORMAL",
+        };
+        self.writer()
+            .between_batches(|conn| conn.pragma_update(None, "synchronous", mode))?;
+        Ok(())
+    }
+
+    /// Row counts of every table, in schema order.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`](crate::Error::Sqlite) when a count fails.
+    pub fn table_counts(&self) -> Result<Vec<(&'static str, i64)>> {
+        let conn = self.conn()?;
+        schema::TABLE_COUNTS
+            .iter()
+            .map(|(t, count)| Ok((*t, count(&conn)?)))
+            .collect()
+    }
+}
+
+/// How long a commit waits for the disk (SQLite's `synchronous`); see
+/// [`Store::set_durability`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Every commit is on the disk before it returns (`synchronous = FULL`).
+    Full,
+    /// Commits reach the disk at checkpoints; a power cut can lose the last ones
+    /// (`synchronous = NORMAL`).
+    Normal,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_shareable<T: Clone + Send + Sync + 'static>() {}
+
+    #[test]
+    fn the_handle_is_cloneable_send_and_sync() {
+        assert_shareable::<Store>();
+    }
+
+    #[test]
+    fn durability_sets_the_writers_synchronous_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("d.sqlite")).unwrap();
+        let mode = |store: &Store| -> i64 {
+            store
+                .writer()
+                .raw()
+                .query_row("PRAGMA synchronous", [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(mode(&store), 2, "FULL by default");
+        store.set_durability(Durability::Normal).unwrap();
+        assert_eq!(mode(&store), 1);
+        store.set_durability(Durability::Full).unwrap();
+        assert_eq!(mode(&store), 2);
+    }
+}
