@@ -14,7 +14,7 @@
 //! before group commit: `BEGIN IMMEDIATE`, the operation, `COMMIT`, no savepoint.
 
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -31,6 +31,19 @@ pub(crate) struct Bounds {
     pub(crate) age: Duration,
 }
 
+/// What the writer has committed since the store was opened: with [`Store::commit_stats`], the
+/// average batch (`operations / batches`) shows how much group commit saves (one fsync per
+/// batch).
+///
+/// [`Store::commit_stats`]: crate::Store::commit_stats
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CommitStats {
+    /// Batches committed, each one transaction and one fsync.
+    pub batches: u64,
+    /// Operations whose writes those batches committed.
+    pub operations: u64,
+}
+
 /// The writer connection and the batch open on it.
 #[derive(Debug)]
 pub(crate) struct Writer {
@@ -41,6 +54,8 @@ pub(crate) struct Writer {
     /// holder leaves the batch open for them.
     arriving: AtomicUsize,
     bounds: Bounds,
+    batches: AtomicU64,
+    operations: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -88,6 +103,8 @@ impl Writer {
             ended: Condvar::new(),
             arriving: AtomicUsize::new(0),
             bounds,
+            batches: AtomicU64::new(0),
+            operations: AtomicU64::new(0),
         }
     }
 
@@ -162,6 +179,14 @@ impl Writer {
         settle(outcome)
     }
 
+    /// What has been committed so far.
+    pub(crate) fn stats(&self) -> CommitStats {
+        CommitStats {
+            batches: self.batches.load(Ordering::Relaxed),
+            operations: self.operations.load(Ordering::Relaxed),
+        }
+    }
+
     /// Runs `f` on the writer between batches (a pragma that may not run in a transaction).
     pub(crate) fn between_batches<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
         let mut state = self.lock();
@@ -191,6 +216,11 @@ impl Writer {
                     ),
                 )))
         };
+        if committed.is_ok() {
+            let members = state.open.as_ref().map_or(0, |b| b.members);
+            self.batches.fetch_add(1, Ordering::Relaxed);
+            self.operations.fetch_add(members as u64, Ordering::Relaxed);
+        }
         if let Err(e) = &committed {
             // A failed COMMIT can leave the transaction open (SQLite rolls back only for some
             // errors); end it so that the next batch starts clean.
@@ -280,3 +310,6 @@ fn in_savepoint<T>(
 fn settle<T>(outcome: std::thread::Result<Result<T>>) -> Result<T> {
     outcome.unwrap_or_else(|panic| panic::resume_unwind(panic))
 }
+
+#[cfg(test)]
+mod tests;

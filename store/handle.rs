@@ -15,7 +15,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use crate::clock::Clock;
-use crate::commit::{Bounds, Writer};
+use crate::commit::{Bounds, CommitStats, Writer};
 use crate::error::{self, Result};
 use crate::migrate::Outcome;
 use crate::pool::{Opener, Pool, Reader};
@@ -194,6 +194,22 @@ impl Store {
         self.writer()
             .between_batches(|conn| conn.pragma_update(None, "synchronous", mode))?;
         Ok(())
+    }
+
+    /// How many batches the writer has committed, and how many operations they held, since
+    /// this store (and its clones) was opened.
+    ///
+    /// # Examples
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let store = seed_agents_store::Store::open(dir.path().join("agents.sqlite"))?;
+    /// store.touch_account("acct-1")?;
+    /// let stats = store.commit_stats();
+    /// assert_eq!((stats.batches, stats.operations), (1, 1)); // alone: its own batch
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn commit_stats(&self) -> CommitStats {
+        self.shared.writer.stats()
     }
 
     /// Row counts of every table, in schema order.

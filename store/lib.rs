@@ -75,6 +75,7 @@ extern crate self as seed_agents_store;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+pub use commit::CommitStats;
 pub use handle::{Durability, Store};
 pub use migrate::{EmbeddedMigration, Outcome, Progress};
 pub use open::{

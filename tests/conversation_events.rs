@@ -203,7 +203,10 @@ fn assert_contiguous(store: &Store, session: &str, writers: i64) {
 }
 
 fn append_many(path: &Path, session: &str, writer: &str) {
-    let store = Store::open(path).unwrap();
+    append_many_with(&Store::open(path).unwrap(), session, writer);
+}
+
+fn append_many_with(store: &Store, session: &str, writer: &str) {
     for i in 0..PER_WRITER {
         let event = SessionEventPayload::ToolCall(ToolCallEvent {
             id: format!("{writer}-{i}"),
@@ -230,6 +233,20 @@ fn four_threads_appending_to_one_session_get_contiguous_seqs() {
     for h in handles {
         h.join().unwrap();
     }
+    assert_contiguous(&store, &session, 4);
+}
+
+#[test]
+fn four_threads_appending_through_one_shared_handle_get_contiguous_seqs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sqlite");
+    let (store, _, _, session) = fixture(&path);
+    std::thread::scope(|s| {
+        for w in 0..4 {
+            let (store, session) = (store.clone(), &session);
+            s.spawn(move || append_many_with(&store, session, &format!("thread-{w}")));
+        }
+    });
     assert_contiguous(&store, &session, 4);
 }
 

@@ -44,7 +44,7 @@ const DB: &str = "EXEC_RACE_DB";
 
 /// Claims until the queue is empty; every claimed run is finalized. Returns the claimed ids and
 /// the number of times a claim found another live agent run of its session.
-fn claimer(store: &mut Store, name: &str) -> (Vec<String>, usize) {
+fn claimer(store: &Store, name: &str) -> (Vec<String>, usize) {
     let mut claimed = Vec::new();
     let mut violations = 0;
     let mut idle_rounds = 0;
@@ -101,7 +101,7 @@ fn claimer(store: &mut Store, name: &str) -> (Vec<String>, usize) {
     (claimed, violations)
 }
 
-fn admitter(store: &mut Store, trigger_id: &str) -> bool {
+fn admitter(store: &Store, trigger_id: &str) -> bool {
     let request = FiringRequest {
         account_id: A.into(),
         trigger_id: trigger_id.into(),
@@ -120,7 +120,7 @@ fn admitter(store: &mut Store, trigger_id: &str) -> bool {
 }
 
 /// One of the three signal racers over every prepared run; returns how many it resolved.
-fn signal_racer(store: &mut Store, part: &str, runs: &[String]) -> usize {
+fn signal_racer(store: &Store, part: &str, runs: &[String]) -> usize {
     let mut resolved = 0;
     for run in runs {
         match part {
@@ -251,19 +251,37 @@ fn open_clone(path: &Path, f: &Fixture) -> Store {
     Store::open_with_clock(path, Arc::new(f.clock.clone())).unwrap()
 }
 
+/// A racing thread's handle: its own open of the file, or a clone of the fixture's handle.
+fn racer_store(f: &Fixture, shared: bool) -> Store {
+    if shared {
+        f.store.clone()
+    } else {
+        open_clone(&f.path(), f)
+    }
+}
+
 #[test]
 fn threads_claim_each_run_exactly_once() {
+    claim_race(false);
+}
+
+#[test]
+fn threads_sharing_one_handle_claim_each_run_exactly_once() {
+    claim_race(true);
+}
+
+fn claim_race(shared: bool) {
     let _serial = serial();
     let mut f = fixture();
     queue_runs(&mut f);
     let barrier = Arc::new(Barrier::new(WORKERS));
     let handles: Vec<_> = (0..WORKERS)
         .map(|i| {
-            let mut store = open_clone(&f.path(), &f);
+            let store = racer_store(&f, shared);
             let barrier = barrier.clone();
             std::thread::spawn(move || {
                 barrier.wait();
-                claimer(&mut store, &format!("thread-{i}"))
+                claimer(&store, &format!("thread-{i}"))
             })
         })
         .collect();
@@ -279,17 +297,26 @@ fn threads_claim_each_run_exactly_once() {
 
 #[test]
 fn threads_admit_one_firing_per_key() {
+    admit_race(false);
+}
+
+#[test]
+fn threads_sharing_one_handle_admit_one_firing_per_key() {
+    admit_race(true);
+}
+
+fn admit_race(shared: bool) {
     let _serial = serial();
     let mut f = fixture();
     let trigger = create_schedule_trigger(&mut f);
     let barrier = Arc::new(Barrier::new(WORKERS));
     let handles: Vec<_> = (0..WORKERS)
         .map(|_| {
-            let mut store = open_clone(&f.path(), &f);
+            let store = racer_store(&f, shared);
             let (barrier, trigger) = (barrier.clone(), trigger.clone());
             std::thread::spawn(move || {
                 barrier.wait();
-                admitter(&mut store, &trigger)
+                admitter(&store, &trigger)
             })
         })
         .collect();
@@ -305,6 +332,15 @@ fn threads_admit_one_firing_per_key() {
 
 #[test]
 fn threads_resolve_a_signal_racing_a_timeout_and_a_cancel_at_most_once() {
+    signal_race(false);
+}
+
+#[test]
+fn threads_sharing_one_handle_resolve_a_signal_racing_a_timeout_and_a_cancel_at_most_once() {
+    signal_race(true);
+}
+
+fn signal_race(shared: bool) {
     let _serial = serial();
     let mut f = fixture();
     let runs = park_signal_runs(&mut f);
@@ -312,11 +348,11 @@ fn threads_resolve_a_signal_racing_a_timeout_and_a_cancel_at_most_once() {
     let handles: Vec<_> = ["signal", "timeout", "cancel"]
         .into_iter()
         .map(|part| {
-            let mut store = open_clone(&f.path(), &f);
+            let store = racer_store(&f, shared);
             let (barrier, runs) = (barrier.clone(), runs.clone());
             std::thread::spawn(move || {
                 barrier.wait();
-                (part.to_owned(), signal_racer(&mut store, part, &runs))
+                (part.to_owned(), signal_racer(&store, part, &runs))
             })
         })
         .collect();
@@ -403,7 +439,7 @@ fn race_child() {
         return;
     };
     let path = std::env::var(DB).unwrap();
-    let mut store = Store::open(&path).unwrap();
+    let store = Store::open(&path).unwrap();
     let index: usize = std::env::var("EXEC_RACE_INDEX").unwrap().parse().unwrap();
     std::fs::write(ready_file(Path::new(&path), index), b"ready").unwrap();
     while !go_file(Path::new(&path)).exists() {
@@ -412,13 +448,13 @@ fn race_child() {
     let pid = std::process::id();
     match part.as_str() {
         "claimer" => {
-            let (ids, violations) = claimer(&mut store, &format!("process-{pid}"));
+            let (ids, violations) = claimer(&store, &format!("process-{pid}"));
             for id in ids {
                 println!("RESULT claimed {id}");
             }
             println!("RESULT violations {violations}");
         }
-        "admitter" => println!("RESULT admitted {}", admitter(&mut store, "trigger-race")),
+        "admitter" => println!("RESULT admitted {}", admitter(&store, "trigger-race")),
         "signal" | "timeout" | "cancel" => {
             let runs: Vec<String> = std::env::var("EXEC_RACE_RUNS")
                 .unwrap_or_default()
@@ -430,7 +466,7 @@ fn race_child() {
             } else {
                 runs
             };
-            println!("RESULT resolved {}", signal_racer(&mut store, &part, &runs));
+            println!("RESULT resolved {}", signal_racer(&store, &part, &runs));
         }
         other => panic!("unknown role {other}"),
     }
