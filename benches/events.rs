@@ -15,129 +15,14 @@
 //! goes first every round) and prints the ratio of the medians and the appends per second: both
 //! sides see the same load, so that ratio is the one to read.
 
+mod common;
+
+use common::{event, now_ms, plain_append, setup, setup_plain, ACCOUNT};
 use criterion::{criterion_group, criterion_main, Criterion};
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
-use seed_agents_store::agents::NewAgent;
-use seed_agents_store::clock::{Clock, SystemClock};
-use seed_agents_store::ids::new_id;
-use seed_agents_store::payload::*;
-use seed_agents_store::sessions::NewSession;
-use seed_agents_store::{Durability, Store};
+use rusqlite::Connection;
 use std::time::{Duration, Instant};
 
-const ACCOUNT: &str = "acct";
 const REPLAYED: usize = 1_000;
-
-fn event(i: usize) -> SessionEventPayload {
-    MessageEvent {
-        actor: Some(SessionActor::User),
-        meta: Some(SessionEventMeta {
-            account_id: Some(ACCOUNT.into()),
-            signer_id: Some("signer".into()),
-            ..SessionEventMeta::default()
-        }),
-        ..MessageEvent::user(format!(
-            "message number {i}: please look at the attached notes"
-        ))
-    }
-    .into()
-}
-
-/// A store with one agent and one top-level session; returns the session id.
-fn setup(dir: &tempfile::TempDir, name: &str, synchronous: &str) -> (Store, String) {
-    let store = Store::open(dir.path().join(name)).unwrap();
-    let durability = match synchronous {
-        "FULL" => Durability::Full,
-        _ => Durability::Normal,
-    };
-    store.set_durability(durability).unwrap();
-    let agent = store
-        .create_agent(
-            ACCOUNT,
-            &NewAgent {
-                definition: AgentDefinition::default(),
-                state_dir: "/d/agent".into(),
-                public_read: false,
-                public_chat: false,
-            },
-        )
-        .unwrap()
-        .id;
-    let session = store
-        .create_session(
-            ACCOUNT,
-            &NewSession {
-                agent_id: agent,
-                ..NewSession::default()
-            },
-        )
-        .unwrap()
-        .id;
-    (store, session)
-}
-
-/// The append, written by hand: the same statements as the store's, the same rollup rule
-/// (a user message in a top-level session moves the message columns).
-/// The plain side: a store's file with its agent and session, then a plain rusqlite connection
-/// configured as the store configures its own (cache, mmap, foreign keys, `synchronous`).
-fn setup_plain(dir: &tempfile::TempDir, name: &str, synchronous: &str) -> (Connection, String) {
-    let (store, session) = setup(dir, name, synchronous);
-    let conn = Connection::open(store.path()).unwrap();
-    drop(store);
-    conn.execute_batch(&format!(
-        "PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; PRAGMA mmap_size = 536870912; \
-         PRAGMA temp_store = MEMORY; PRAGMA synchronous = {synchronous};"
-    ))
-    .unwrap();
-    (conn, session)
-}
-
-/// Now, in epoch milliseconds, as the store's clock reads it.
-fn now_ms() -> i64 {
-    SystemClock.now_ms()
-}
-
-fn plain_append(conn: &mut Connection, now: i64, session_id: &str, event: &SessionEventPayload) {
-    let bytes = serde_ipld_dagcbor::to_vec(event).unwrap();
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .unwrap();
-    let (agent_id, top_level, seq): (String, bool, i64) = tx
-        .prepare_cached(
-            "SELECT s.agent_id, s.parent_session_id IS NULL, \
-             (SELECT COALESCE(MAX(e.seq), 0) + 1 FROM session_events e WHERE e.session_id = s.id) \
-             FROM sessions s WHERE s.id = ?1 AND s.account_id = ?2",
-        )
-        .unwrap()
-        .query_row([session_id, ACCOUNT], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })
-        .optional()
-        .unwrap()
-        .unwrap();
-    tx.prepare_cached(
-        "INSERT INTO session_events (id, session_id, seq, event_cbor, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-    )
-    .unwrap()
-    .execute((new_id(), session_id, seq, &bytes, now))
-    .unwrap();
-    assert!(top_level);
-    tx.prepare_cached(
-        "UPDATE agents SET activity_at = ?1, activity_kind = ?2, message_at = ?1, \
-         message_from = ?3, activity_session_id = ?4 WHERE id = ?5",
-    )
-    .unwrap()
-    .execute((now, "message", "user", session_id, &agent_id))
-    .unwrap();
-    tx.prepare_cached(
-        "UPDATE sessions SET updated_at = ?1, message_at = ?1, message_from = ?2 WHERE id = ?3",
-    )
-    .unwrap()
-    .execute((now, "user", session_id))
-    .unwrap();
-    tx.commit().unwrap();
-}
 
 /// An event row as hand-written code would hold it.
 #[allow(dead_code)]
@@ -206,16 +91,20 @@ fn paired(label: &str, rounds: usize, mut store: impl FnMut(), mut plain: impl F
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     for (synchronous, rounds) in [("FULL", 600), ("NORMAL", 3_000)] {
-        let (store, session) = setup(
+        let (store, mut session) = setup(
             &dir,
             &format!("paired-store-{synchronous}.sqlite"),
             synchronous,
+            1,
         );
-        let (mut plain, plain_session) = setup_plain(
+        let session = session.remove(0);
+        let (mut plain, mut plain_session) = setup_plain(
             &dir,
             &format!("paired-plain-{synchronous}.sqlite"),
             synchronous,
+            1,
         );
+        let plain_session = plain_session.remove(0);
         let (mut i, mut j) = (0, 0);
         paired(
             &format!("event_append_{synchronous}"),
@@ -232,9 +121,12 @@ fn bench(c: &mut Criterion) {
         );
     }
     for synchronous in ["FULL", "NORMAL"] {
-        let (store, session) = setup(&dir, &format!("store-{synchronous}.sqlite"), synchronous);
-        let (mut plain, plain_session) =
-            setup_plain(&dir, &format!("plain-{synchronous}.sqlite"), synchronous);
+        let (store, mut session) =
+            setup(&dir, &format!("store-{synchronous}.sqlite"), synchronous, 1);
+        let session = session.remove(0);
+        let (mut plain, mut plain_session) =
+            setup_plain(&dir, &format!("plain-{synchronous}.sqlite"), synchronous, 1);
+        let plain_session = plain_session.remove(0);
         let mut g = c.benchmark_group(format!("event_append_{synchronous}"));
         g.measurement_time(Duration::from_secs(8));
         g.sample_size(30);
@@ -256,8 +148,10 @@ fn bench(c: &mut Criterion) {
         g.finish();
     }
 
-    let (store, session) = setup(&dir, "replay-store.sqlite", "NORMAL");
-    let (mut plain, plain_session) = setup_plain(&dir, "replay-plain.sqlite", "NORMAL");
+    let (store, mut session) = setup(&dir, "replay-store.sqlite", "NORMAL", 1);
+    let session = session.remove(0);
+    let (mut plain, mut plain_session) = setup_plain(&dir, "replay-plain.sqlite", "NORMAL", 1);
+    let plain_session = plain_session.remove(0);
     for i in 0..REPLAYED {
         store.append_event(ACCOUNT, &session, &event(i)).unwrap();
         let now = now_ms();

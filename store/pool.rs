@@ -1,7 +1,8 @@
 //! The read connections: a small pool that reads take a connection from and give it back to.
 //!
 //! Invariant: every pooled connection is `query_only`, so nothing handed out for reading can
-//! write; reads never wait for the writer (WAL gives each its own snapshot), only for a free
+//! write, and it goes back to the pool with no transaction open, so no borrower inherits an old
+//! snapshot; reads never wait for the writer (WAL gives each its own snapshot), only for a free
 //! connection, and that wait is bounded: past it a read fails with [`Error::Busy`] instead of
 //! hanging.
 
@@ -144,6 +145,10 @@ impl std::borrow::Borrow<Connection> for Reader<'_> {
 impl Drop for Reader<'_> {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take() {
+            // A read transaction left open would pin its snapshot for the next borrower.
+            if !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
             let mut idle = self
                 .pool
                 .idle

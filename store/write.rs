@@ -1,9 +1,9 @@
 //! The transaction frame every domain write goes through.
 //!
-//! Invariant: a write is one `BEGIN IMMEDIATE` transaction (the write lock taken first, so it
-//! never fails half way on a lock upgrade), with "now" read once from the store's clock, and it
-//! commits only when the operation returns `Ok`: an error or an early return rolls back
-//! everything it wrote. The operation sees a plain `&Connection`, never the transaction itself,
+//! Invariant: a write runs inside a `BEGIN IMMEDIATE` transaction (the write lock taken first,
+//! so it never fails half way on a lock upgrade), alone or in its own savepoint of a batch, with
+//! "now" read once from the store's clock, and it commits only when the operation returns `Ok`:
+//! an error or an early return rolls back everything it wrote, and nothing of any other write. The operation sees a plain `&Connection`, never the transaction itself,
 //! so that the frame batches concurrent operations into one commit (group commit), each in its
 //! own savepoint, without any operation knowing.
 

@@ -191,3 +191,25 @@ fn a_read_only_handle_reads_from_its_pool_and_refuses_writes() {
     assert!(matches!(error, Error::ReadOnly { .. }), "{error:?}");
     assert_eq!(store.commit_stats().batches, 0);
 }
+
+#[test]
+fn a_read_transaction_left_open_ends_when_its_connection_goes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::options()
+        .read_connections(1)
+        .open(dir.path().join("s.sqlite"))
+        .unwrap();
+    let accounts = |conn: &rusqlite::Connection| -> i64 {
+        conn.query_row("SELECT count(*) FROM accounts", [], |r| r.get(0))
+            .unwrap()
+    };
+    let reader = store.conn().unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    assert_eq!(accounts(&reader), 0);
+    drop(reader);
+    store.touch_account(A).unwrap();
+    // The pool's only connection: it must not still read the snapshot taken above.
+    let reader = store.conn().unwrap();
+    assert!(reader.is_autocommit());
+    assert_eq!(accounts(&reader), 1);
+}

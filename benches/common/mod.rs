@@ -1,0 +1,139 @@
+//! What the benchmarks share: the store and plain-rusqlite setups of one shape, and the append
+//! written by hand with the store's statements, so every benchmark compares against the same
+//! plain baseline.
+
+// Each benchmark binary uses a part of this module.
+#![allow(dead_code)]
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+use seed_agents_store::agents::NewAgent;
+use seed_agents_store::clock::{Clock, SystemClock};
+use seed_agents_store::ids::new_id;
+use seed_agents_store::payload::*;
+use seed_agents_store::sessions::NewSession;
+use seed_agents_store::{Durability, Store};
+
+pub const ACCOUNT: &str = "acct";
+
+pub fn event(i: usize) -> SessionEventPayload {
+    MessageEvent {
+        actor: Some(SessionActor::User),
+        meta: Some(SessionEventMeta {
+            account_id: Some(ACCOUNT.into()),
+            signer_id: Some("signer".into()),
+            ..SessionEventMeta::default()
+        }),
+        ..MessageEvent::user(format!(
+            "message number {i}: please look at the attached notes"
+        ))
+    }
+    .into()
+}
+
+/// A store with one agent and `sessions` top-level sessions; returns their ids.
+pub fn setup(
+    dir: &tempfile::TempDir,
+    name: &str,
+    synchronous: &str,
+    sessions: usize,
+) -> (Store, Vec<String>) {
+    let store = Store::open(dir.path().join(name)).unwrap();
+    let durability = match synchronous {
+        "FULL" => Durability::Full,
+        _ => Durability::Normal,
+    };
+    store.set_durability(durability).unwrap();
+    let agent = store
+        .create_agent(
+            ACCOUNT,
+            &NewAgent {
+                definition: AgentDefinition::default(),
+                state_dir: "/d/agent".into(),
+                public_read: false,
+                public_chat: false,
+            },
+        )
+        .unwrap()
+        .id;
+    let new = NewSession {
+        agent_id: agent,
+        ..NewSession::default()
+    };
+    let ids = (0..sessions)
+        .map(|_| store.create_session(ACCOUNT, &new).unwrap().id)
+        .collect();
+    (store, ids)
+}
+
+/// The plain side: a store's file with its agent and sessions, then a plain rusqlite connection
+/// configured as the store configures its own (cache, mmap, foreign keys, `synchronous`).
+pub fn setup_plain(
+    dir: &tempfile::TempDir,
+    name: &str,
+    synchronous: &str,
+    sessions: usize,
+) -> (Connection, Vec<String>) {
+    let (store, sessions) = setup(dir, name, synchronous, sessions);
+    let conn = Connection::open(store.path()).unwrap();
+    drop(store);
+    conn.execute_batch(&format!(
+        "PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; PRAGMA mmap_size = 536870912; \
+         PRAGMA temp_store = MEMORY; PRAGMA synchronous = {synchronous};"
+    ))
+    .unwrap();
+    (conn, sessions)
+}
+
+/// Now, in epoch milliseconds, as the store's clock reads it.
+pub fn now_ms() -> i64 {
+    SystemClock.now_ms()
+}
+
+/// The append, written by hand: the same statements as the store's, the same rollup rule
+/// (a user message in a top-level session moves the message columns).
+pub fn plain_append(
+    conn: &mut Connection,
+    now: i64,
+    session_id: &str,
+    event: &SessionEventPayload,
+) {
+    let bytes = serde_ipld_dagcbor::to_vec(event).unwrap();
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .unwrap();
+    let (agent_id, top_level, seq): (String, bool, i64) = tx
+        .prepare_cached(
+            "SELECT s.agent_id, s.parent_session_id IS NULL, \
+             (SELECT COALESCE(MAX(e.seq), 0) + 1 FROM session_events e WHERE e.session_id = s.id) \
+             FROM sessions s WHERE s.id = ?1 AND s.account_id = ?2",
+        )
+        .unwrap()
+        .query_row([session_id, ACCOUNT], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .optional()
+        .unwrap()
+        .unwrap();
+    tx.prepare_cached(
+        "INSERT INTO session_events (id, session_id, seq, event_cbor, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .unwrap()
+    .execute((new_id(), session_id, seq, &bytes, now))
+    .unwrap();
+    assert!(top_level);
+    tx.prepare_cached(
+        "UPDATE agents SET activity_at = ?1, activity_kind = ?2, message_at = ?1, \
+         message_from = ?3, activity_session_id = ?4 WHERE id = ?5",
+    )
+    .unwrap()
+    .execute((now, "message", "user", session_id, &agent_id))
+    .unwrap();
+    tx.prepare_cached(
+        "UPDATE sessions SET updated_at = ?1, message_at = ?1, message_from = ?2 WHERE id = ?3",
+    )
+    .unwrap()
+    .execute((now, "user", session_id))
+    .unwrap();
+    tx.commit().unwrap();
+}
