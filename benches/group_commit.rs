@@ -103,6 +103,8 @@ fn round(
 
 struct Case {
     label: String,
+    /// Operations per committed batch (group commit only).
+    batch: Option<f64>,
     appends_per_s: f64,
     p50: Duration,
     p99: Duration,
@@ -177,6 +179,10 @@ fn bench(c: &mut Criterion) {
             for (way, sessions) in ways.iter().zip(&sessions) {
                 let latencies = Mutex::new(Vec::new());
                 let mut measured = Duration::ZERO;
+                let before = match way {
+                    Way::Group(store) => Some(store.commit_stats()),
+                    _ => None,
+                };
                 g.bench_function(way.name(), |b| {
                     b.iter_custom(|iters| {
                         let total: Duration = (0..iters)
@@ -186,10 +192,21 @@ fn bench(c: &mut Criterion) {
                         total
                     })
                 });
+                let batch = match (way, before) {
+                    (Way::Group(store), Some(before)) => {
+                        let after = store.commit_stats();
+                        Some(
+                            (after.operations - before.operations) as f64
+                                / (after.batches - before.batches) as f64,
+                        )
+                    }
+                    _ => None,
+                };
                 let mut all = latencies.into_inner().unwrap();
                 all.sort();
                 cases.push(Case {
                     label: format!("{threads:>3} threads, {target:>8}, {:>5}", way.name()),
+                    batch,
                     appends_per_s: all.len() as f64 / measured.as_secs_f64(),
                     p50: percentile(&all, 0.50),
                     p99: percentile(&all, 0.99),
@@ -202,8 +219,12 @@ fn bench(c: &mut Criterion) {
     for three in cases.chunks(3) {
         let plain = three[2].appends_per_s;
         for case in three {
+            let batch = case
+                .batch
+                .map(|b| format!(", {b:.1} appends per commit"))
+                .unwrap_or_default();
             eprintln!(
-                "{}: {:>8.0} appends/s ({:>5.2} x plain), p50 {:>9.3?}, p99 {:>9.3?}",
+                "{}: {:>8.0} appends/s ({:>5.2} x plain), p50 {:>9.3?}, p99 {:>9.3?}{batch}",
                 case.label,
                 case.appends_per_s,
                 case.appends_per_s / plain,

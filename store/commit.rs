@@ -48,6 +48,9 @@ pub struct CommitStats {
 #[derive(Debug)]
 pub(crate) struct Writer {
     state: Mutex<State>,
+    /// Which batches have ended, under a lock of its own: members waiting for their batch's
+    /// commit wake and leave without contending for the writer with the operations arriving.
+    done: Mutex<Done>,
     /// Signalled whenever a batch ends (committed, failed or rolled back).
     ended: Condvar,
     /// Operations that asked for the writer and have not got it yet: while there are any, the
@@ -62,7 +65,13 @@ pub(crate) struct Writer {
 struct State {
     conn: Connection,
     open: Option<Batch>,
-    /// The id of the last batch that ended.
+    /// The id the next batch takes.
+    next_id: u64,
+}
+
+#[derive(Debug, Default)]
+struct Done {
+    /// The id of the last batch that ended (ids grow, so every batch up to it ended).
     last_ended: u64,
     /// Batches whose `COMMIT` failed, until every member has taken the failure.
     failed: Vec<Failure>,
@@ -97,9 +106,9 @@ impl Writer {
             state: Mutex::new(State {
                 conn,
                 open: None,
-                last_ended: 0,
-                failed: Vec::new(),
+                next_id: 1,
             }),
+            done: Mutex::new(Done::default()),
             ended: Condvar::new(),
             arriving: AtomicUsize::new(0),
             bounds,
@@ -117,7 +126,8 @@ impl Writer {
         let joined = state.open.is_some();
         if !joined {
             state.conn.execute_batch("BEGIN IMMEDIATE")?;
-            let id = state.last_ended + 1;
+            let id = state.next_id;
+            state.next_id += 1;
             state.open = Some(Batch {
                 id,
                 members: 0,
@@ -136,7 +146,7 @@ impl Writer {
         if !joined && !succeeded {
             // Alone in its batch (nobody joins while the writer is held): roll it all back.
             let rolled_back = state.conn.execute_batch("ROLLBACK");
-            self.end(&mut state);
+            self.end(&mut state, None);
             drop(state);
             rolled_back?;
             return settle(outcome);
@@ -159,24 +169,44 @@ impl Writer {
             }
             return settle(outcome);
         }
+        drop(state);
         if !succeeded {
             return settle(outcome);
         }
-        while state.last_ended < id {
-            state = self
-                .ended
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-        if let Some(i) = state.failed.iter().position(|f| f.batch == id) {
-            let error = state.failed[i].error();
-            state.failed[i].waiting -= 1;
-            if state.failed[i].waiting == 0 {
-                state.failed.swap_remove(i);
+        let mut done = self.wait_for(id);
+        if let Some(i) = done.failed.iter().position(|f| f.batch == id) {
+            let error = done.failed[i].error();
+            done.failed[i].waiting -= 1;
+            if done.failed[i].waiting == 0 {
+                done.failed.swap_remove(i);
             }
             return Err(error);
         }
         settle(outcome)
+    }
+
+    /// Waits until the batch `id` has ended.
+    fn wait_for(&self, id: u64) -> MutexGuard<'_, Done> {
+        let mut done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
+        while done.last_ended < id {
+            done = self
+                .ended
+                .wait(done)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        done
+    }
+
+    /// The writer, locked between batches.
+    fn between(&self) -> MutexGuard<'_, State> {
+        loop {
+            let state = self.lock();
+            let Some(id) = state.open.as_ref().map(|b| b.id) else {
+                return state;
+            };
+            drop(state);
+            drop(self.wait_for(id));
+        }
     }
 
     /// What has been committed so far.
@@ -189,14 +219,7 @@ impl Writer {
 
     /// Runs `f` on the writer between batches (a pragma that may not run in a transaction).
     pub(crate) fn between_batches<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
-        let mut state = self.lock();
-        while state.open.is_some() {
-            state = self
-                .ended
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-        f(&state.conn)
+        f(&self.between().conn)
     }
 
     /// Commits the open batch, or rolls it back when a failed operation could not be undone
@@ -221,6 +244,7 @@ impl Writer {
             self.batches.fetch_add(1, Ordering::Relaxed);
             self.operations.fetch_add(members as u64, Ordering::Relaxed);
         }
+        let mut failure = None;
         if let Err(e) = &committed {
             // A failed COMMIT can leave the transaction open (SQLite rolls back only for some
             // errors); end it so that the next batch starts clean.
@@ -232,7 +256,7 @@ impl Writer {
                     rusqlite::Error::SqliteFailure(code, message) => (*code, message.clone()),
                     other => (ffi::Error::new(ffi::SQLITE_ERROR), Some(other.to_string())),
                 };
-                state.failed.push(Failure {
+                failure = Some(Failure {
                     batch: state.open.as_ref().map_or(0, |b| b.id),
                     waiting,
                     code,
@@ -240,14 +264,19 @@ impl Writer {
                 });
             }
         }
-        self.end(state);
+        self.end(state, failure);
         committed
     }
 
-    fn end(&self, state: &mut State) {
-        if let Some(batch) = state.open.take() {
-            state.last_ended = batch.id;
-        }
+    /// Ends the open batch and wakes its members (with `failure` for them to take, if any).
+    fn end(&self, state: &mut State, failure: Option<Failure>) {
+        let Some(batch) = state.open.take() else {
+            return;
+        };
+        let mut done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
+        done.last_ended = batch.id;
+        done.failed.extend(failure);
+        drop(done);
         self.ended.notify_all();
     }
 
@@ -259,14 +288,7 @@ impl Writer {
     /// The writer connection itself, between batches, for tests that write raw rows.
     #[cfg(test)]
     pub(crate) fn raw(&self) -> Raw<'_> {
-        let mut state = self.lock();
-        while state.open.is_some() {
-            state = self
-                .ended
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-        Raw(state)
+        Raw(self.between())
     }
 }
 
