@@ -12,6 +12,7 @@ mod conversation;
 mod execution;
 mod tools;
 
+use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -245,17 +246,23 @@ impl AsyncStore {
         self.store.outcome()
     }
 
-    /// [`Store::select`] as a future. The statement is rendered to SQL on the calling task (no
-    /// I/O: a sea-query statement is not `Send`) and run on the blocking pool.
+    /// [`Store::select`] as a future. The statement is rendered to SQL when this is called,
+    /// on the calling task (no I/O), and run on the blocking pool: a sea-query statement is
+    /// neither `Send` nor `Sync`, so the future must not hold it, and is `Send` because it does
+    /// not.
     ///
     /// # Errors
     /// As [`Store::select`].
-    pub async fn select<R: FromRow + Send + 'static>(
+    pub fn select<R: FromRow + Send + 'static>(
         &self,
         statement: &sea_query::SelectStatement,
-    ) -> Result<Vec<R>> {
-        let bound = Bound::of(statement)?;
-        self.call(move |store| store.select_bound(bound)).await
+    ) -> impl Future<Output = Result<Vec<R>>> + Send + 'static {
+        let bound = Bound::of(statement);
+        let store = self.clone();
+        async move {
+            let bound = bound?;
+            store.call(move |store| store.select_bound(bound)).await
+        }
     }
 }
 
@@ -288,5 +295,27 @@ mod tests {
     #[test]
     fn the_async_handle_is_cloneable_send_and_sync() {
         assert_shareable::<AsyncStore>();
+    }
+
+    /// Each parameter form (`&T`, `&[T]`, `Option<&T>`, by value) and the written-out methods
+    /// make `Send` futures, which `tokio::spawn` and axum handlers need. Never polled: building
+    /// a future needs no runtime.
+    #[test]
+    fn the_futures_are_send() {
+        fn send<T: Send>(_: T) {}
+        let dir = tempfile::tempdir().unwrap();
+        let store = AsyncStore::new(Store::open(dir.path().join("s.sqlite")).unwrap());
+        let role = crate::schema::account_authorizations::Role::Agent;
+        send(store.authorize_signer("a", "s", role, None));
+        send(store.append_events("a", "s", &[]));
+        let source = crate::waits::DeliverySource::Signal;
+        send(store.deliver_signal("a", Some("r"), source, "go", None));
+        send(store.record_mcp_discovery("a", "n", Err("down".into())));
+        send(store.set_secret("a", "n", b"value", None));
+        send(store.verify_webhook_secret("a", "t", "presented"));
+        let kind = crate::idempotency::Action::CreateSession;
+        send(store.idempotent_replay::<str, String>("a", kind, "c", "request"));
+        let statement = sea_query::Query::select().to_owned();
+        send(store.select::<crate::schema::runs::Row>(&statement));
     }
 }
