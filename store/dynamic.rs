@@ -52,21 +52,43 @@ impl Store {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn select<R: FromRow>(&self, statement: &SelectStatement) -> Result<Vec<R>> {
+        self.select_bound(Bound::of(statement)?)
+    }
+
+    /// Runs a rendered statement: the I/O half of [`Store::select`].
+    pub(crate) fn select_bound<R: FromRow>(&self, bound: Bound) -> Result<Vec<R>> {
+        // Not the statement cache: run-time statements vary and would evict the hot ones.
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(&bound.sql)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(bound.params))?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            out.push(R::from_row(row)?);
+        }
+        Ok(out)
+    }
+}
+
+/// A statement rendered to SQL text and SQLite values: what runs, and (unlike a sea-query
+/// statement) `Send`, so the async handle renders on the caller and runs on the blocking pool.
+pub(crate) struct Bound {
+    sql: String,
+    params: Vec<Sql>,
+}
+
+impl Bound {
+    /// Renders `statement`.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] (`statement`) for a bound value SQLite has no type for.
+    pub(crate) fn of(statement: &SelectStatement) -> Result<Bound> {
         let (sql, values) = statement.build(SqliteQueryBuilder);
         let params = values
             .0
             .into_iter()
             .map(to_sql)
             .collect::<Result<Vec<_>>>()?;
-        // Not the statement cache: run-time statements vary and would evict the hot ones.
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(&sql)?;
-        let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
-        let mut out = Vec::new();
-        while let Some(row) = rows.next()? {
-            out.push(R::from_row(row)?);
-        }
-        Ok(out)
+        Ok(Bound { sql, params })
     }
 }
 

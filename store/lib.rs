@@ -30,7 +30,13 @@
 //!   refused, listing the allowed values), [`paging::Cursor`] (as its opaque
 //!   [`to_token`](paging::Cursor::to_token) string; a malformed token is refused) and
 //!   [`paging::Page`].
+//! - `tokio`: `AsyncStore`, every operation of [`Store`] as an `async fn` with the same name
+//!   and parameters, run on tokio's blocking pool (`spawn_blocking`) so awaiting one never
+//!   blocks the runtime. It needs tokio's `rt` and nothing else; a dependency without the
+//!   feature compiles no tokio. `examples/server` is an axum server built on it.
 
+#[cfg(feature = "tokio")]
+mod asynchronous;
 pub mod busy;
 pub mod cbor;
 mod check;
@@ -75,6 +81,8 @@ extern crate self as seed_agents_store;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+#[cfg(feature = "tokio")]
+pub use asynchronous::AsyncStore;
 pub use commit::CommitStats;
 pub use handle::{Durability, Store};
 pub use migrate::{EmbeddedMigration, Outcome, Progress};
