@@ -125,7 +125,7 @@ impl Writer {
         self.arriving.fetch_sub(1, Ordering::SeqCst);
         let joined = state.open.is_some();
         if !joined {
-            state.conn.execute_batch("BEGIN IMMEDIATE")?;
+            control(&state.conn, "BEGIN IMMEDIATE")?;
             let id = state.next_id;
             state.next_id += 1;
             state.open = Some(Batch {
@@ -226,7 +226,7 @@ impl Writer {
     /// alone (`!clean`); on failure keeps the error for the `waiting` members.
     fn close(&self, state: &mut State, waiting: usize, clean: bool) -> rusqlite::Result<()> {
         let committed = if clean {
-            state.conn.execute_batch("COMMIT")
+            control(&state.conn, "COMMIT")
         } else {
             state
                 .conn
@@ -311,12 +311,12 @@ fn in_savepoint<T>(
     conn: &Connection,
     op: impl FnOnce(&Connection) -> Result<T>,
 ) -> (std::thread::Result<Result<T>>, bool) {
-    if let Err(e) = conn.execute_batch("SAVEPOINT op") {
+    if let Err(e) = control(conn, "SAVEPOINT op") {
         return (Ok(Err(e.into())), true);
     }
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| op(conn)));
     if matches!(outcome, Ok(Ok(_))) {
-        match conn.execute_batch("RELEASE op") {
+        match control(conn, "RELEASE op") {
             Ok(()) => return (outcome, true),
             Err(e) => {
                 let undone = conn.execute_batch("ROLLBACK TO op; RELEASE op").is_ok();
@@ -326,6 +326,11 @@ fn in_savepoint<T>(
     }
     let undone = conn.execute_batch("ROLLBACK TO op; RELEASE op").is_ok();
     (outcome, undone)
+}
+
+/// Runs one transaction-control statement of the hot path, prepared once per connection.
+fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
 }
 
 /// The operation's own result, its panic resumed on the caller's thread.

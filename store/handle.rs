@@ -9,6 +9,7 @@
 //! ([`Store::write`]), and every connection handed out for reading is `query_only`.
 
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,6 +56,8 @@ pub struct Store {
 #[derive(Debug)]
 struct Shared {
     writer: Writer,
+    /// Set when a commit left the log long enough for a checkpoint ([`crate::checkpoint`]).
+    checkpoint_due: Arc<AtomicBool>,
     readers: Pool,
     path: Arc<Path>,
     read_only: bool,
@@ -93,6 +96,7 @@ impl Store {
             clock,
         } = parts;
         crate::busy::install_with(&mut writer, sharing.busy_timeout)?;
+        let checkpoint_due = crate::checkpoint::watch(&mut writer)?;
         crate::busy::install_with(&mut first_reader, sharing.busy_timeout)?;
         let timeout = sharing.busy_timeout;
         let opener: Opener = Box::new(move || {
@@ -103,6 +107,7 @@ impl Store {
         Ok(Store {
             shared: Arc::new(Shared {
                 writer: Writer::new(writer, sharing.batch),
+                checkpoint_due,
                 readers: Pool::new(
                     first_reader,
                     sharing.read_connections,
@@ -171,6 +176,16 @@ impl Store {
     pub fn conn(&self) -> Result<Reader<'_>> {
         error::working_on(&self.shared.path, self.shared.read_only);
         self.shared.readers.get()
+    }
+
+    /// Whether a checkpoint is due, for [`crate::checkpoint`].
+    pub(crate) fn checkpoint_due(&self) -> &AtomicBool {
+        &self.shared.checkpoint_due
+    }
+
+    /// An idle read connection, if one is free now (never waits).
+    pub(crate) fn idle_conn(&self) -> Option<Reader<'_>> {
+        self.shared.readers.try_get()
     }
 
     /// The group-commit writer, for the transaction frame.

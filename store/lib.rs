@@ -40,6 +40,7 @@ mod asynchronous;
 pub mod busy;
 pub mod cbor;
 mod check;
+mod checkpoint;
 pub mod clock;
 mod commit;
 mod conversation;

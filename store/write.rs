@@ -19,6 +19,8 @@ impl Store {
     /// Concurrent writes share one commit ([`crate::commit`]): `op` runs in its own savepoint
     /// when others went before it in the batch, and this returns once the batch is durable.
     pub(crate) fn write<T>(&self, op: impl FnOnce(&Connection, i64) -> Result<T>) -> Result<T> {
-        self.writer().run(|conn| op(conn, self.now_ms()))
+        let outcome = self.writer().run(|conn| op(conn, self.now_ms()));
+        self.checkpoint_if_due();
+        outcome
     }
 }

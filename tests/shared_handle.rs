@@ -213,3 +213,25 @@ fn a_read_transaction_left_open_ends_when_its_connection_goes_back() {
     assert!(reader.is_autocommit());
     assert_eq!(accounts(&reader), 1);
 }
+
+#[test]
+fn the_log_is_checkpointed_after_commits_not_left_to_grow() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sqlite");
+    let store = Store::open(&path).unwrap();
+    store
+        .set_durability(seed_agents_store::Durability::Normal)
+        .unwrap();
+    let session = session(&store);
+    // About 24 MB through the log, 6,000 pages, one commit per append.
+    let text = "x".repeat(24 * 1024);
+    for _ in 0..1_000 {
+        store.append_event(A, &session, &message(&text)).unwrap();
+    }
+    let wal = std::fs::metadata(path.with_extension("sqlite-wal")).unwrap();
+    // Checkpointed at 1,000 pages (4 MB), the log restarts from its beginning; never
+    // checkpointed, it would hold all 24 MB.
+    assert!(wal.len() < 12 << 20, "the log grew to {} bytes", wal.len());
+    let db = std::fs::metadata(&path).unwrap();
+    assert!(db.len() > 16 << 20, "the events reached the database file");
+}
