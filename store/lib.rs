@@ -18,6 +18,17 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Threads, tasks and what runs where
+//!
+//! [`Store`] is a cheap `Clone`, `Send + Sync`, every operation `&self`: open it once and clone
+//! it into every thread and task. Reads run on a pool of `query_only` connections (WAL: each
+//! sees its own snapshot, so a long read blocks nothing); writes go through one writer that
+//! commits concurrent operations together, one transaction and one fsync per batch, each
+//! operation in its own savepoint so that one failing neither fails nor delays the others, and
+//! each caller returning once its batch is durable. [`OpenOptions`] sets the pool size, the
+//! busy timeout and the batch bounds; [`Store::commit_stats`] shows the batching. With the
+//! `tokio` feature, `AsyncStore` offers the same operations as futures on tokio's blocking pool.
+//!
 //! # Cargo features
 //!
 //! Every feature is off by default.
