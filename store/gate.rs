@@ -107,9 +107,9 @@ fn inspect_snapshot(conn: &Connection, path: &Path) -> Result<State> {
 /// [`Error::Refused`] with [`Refusal::StructureMismatch`] and the diff when it is not; trouble
 /// reading the catalog as [`inspect`] reports it.
 ///
-/// The structure [`introspect`] reads is a function of the catalog's text alone (each object's
+/// The structure [`introspect()`] reads is a function of the catalog's text alone (each object's
 /// type, name, table and SQL), so a catalog text once verified for `version` in this process is
-/// remembered ([`VERIFIED`]) and the next file with exactly that text, or the same file opened
+/// remembered (in a process-wide set) and the next file with exactly that text, or the same file opened
 /// again, is verified by reading and comparing the text, without introspecting. Any change to
 /// the structure changes the text, and is introspected and judged afresh.
 pub fn verify(conn: &Connection, path: &Path, version: u32) -> Result<()> {

@@ -136,7 +136,7 @@ impl Checker {
         Ok((checks, quote!(&[#(#params),*])))
     }
 
-    /// `query!("SQL", args...)`: a [`Query`] whose rows are an anonymous record typed from the
+    /// `query!("SQL", args...)`: a `Query` (the store's runtime type) whose rows are an anonymous record typed from the
     /// schema.
     ///
     /// # Errors
