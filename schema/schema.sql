@@ -221,6 +221,8 @@ CREATE TABLE agent_triggers (
 
 -- An agent's triggers, most recently updated first.
 CREATE INDEX agent_triggers_by_agent ON agent_triggers (agent_id, updated_at DESC);
+-- The triggers merged into a trigger: deleting a trigger checks them without a scan.
+CREATE INDEX agent_triggers_by_merged_into ON agent_triggers (merged_into) WHERE merged_into IS NOT NULL;
 
 -- Activity admission claims: (account_id, trigger_id, activity_key) admits an activity event once
 -- per trigger, and survives combination into another trigger.
@@ -239,6 +241,9 @@ CREATE TABLE trigger_event_claims (
     created_at INTEGER NOT NULL,
     PRIMARY KEY (account_id, trigger_id, activity_key)
 ) WITHOUT ROWID;
+
+-- A trigger's event claims: deleting a trigger checks them without a scan.
+CREATE INDEX trigger_event_claims_by_trigger ON trigger_event_claims (trigger_id);
 
 -- Chat-like sessions. status is a derived mirror of the runs table, kept for client compatibility.
 CREATE TABLE sessions (
@@ -401,6 +406,8 @@ CREATE INDEX runs_by_parent_tool_call ON runs (parent_run_id, parent_tool_call_i
 CREATE INDEX runs_by_session ON runs (session_id, created_at DESC);
 -- An account's runs, newest first.
 CREATE INDEX runs_by_account ON runs (account_id, created_at DESC);
+-- The runs a trigger firing started: deleting a firing checks them without a scan.
+CREATE INDEX runs_by_trigger_firing ON runs (trigger_firing_id) WHERE trigger_firing_id IS NOT NULL;
 
 -- One row per outstanding ctx.waitForEvent; deleted the moment it is delivered, times out or its
 -- run dies.
@@ -657,6 +664,8 @@ CREATE TABLE trigger_firings (
 
 -- A trigger's firing history, newest first.
 CREATE INDEX trigger_firings_by_trigger ON trigger_firings (trigger_id, created_at DESC);
+-- A session's firings: deleting a session checks them without a scan.
+CREATE INDEX trigger_firings_by_session ON trigger_firings (session_id) WHERE session_id IS NOT NULL;
 
 -- Per-account HM activity feed progress of the activity trigger monitor.
 CREATE TABLE activity_watermarks (

@@ -2,6 +2,7 @@
 //! found problems), a closed pipe, and the `--db-path` / `SEED_AGENTS_DB_PATH` / default path
 //! order.
 
+use seed_agents_store::schema::{MIGRATIONS, SCHEMA_VERSION};
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -33,14 +34,16 @@ fn open_creates_the_default_database_and_reports_tables() {
     let out = stdout(&o);
     assert!(out.contains("database: data/agents.sqlite"), "{out}");
     assert!(
-        out.contains("outcome: fresh install at version 29"),
+        out.contains(&format!(
+            "outcome: fresh install at version {SCHEMA_VERSION}"
+        )),
         "{out}"
     );
     assert!(out.contains("session_events"), "{out}");
     assert!(dir.path().join("data/agents.sqlite").exists());
 
     let o = run(dir.path(), &["open"], None);
-    assert!(stdout(&o).contains("outcome: current at version 29"));
+    assert!(stdout(&o).contains(&format!("outcome: current at version {SCHEMA_VERSION}")));
 }
 
 #[test]
@@ -123,10 +126,11 @@ fn check_exits_0_when_clean_4_with_problems_and_3_on_a_file_that_is_not_a_databa
     let o = run(dir.path(), &["--db-path", "a.sqlite", "check"], None);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
+    let verified = format!("structure: verified against version {SCHEMA_VERSION}");
     for line in [
         "integrity_check: ok",
         "foreign_key_check: ok",
-        "structure: verified against version 29",
+        &verified,
         "result: no problems found",
     ] {
         assert!(out.contains(line), "{line}: {out}");
@@ -172,7 +176,9 @@ fn status_reports_pending_migrations_and_never_writes() {
         "{out}"
     );
     assert!(out.contains("0028_runs_by_parent_tool_call"), "{out}");
-    assert!(out.contains("0029_run_event_waits_by_timeout"), "{out}");
+    for pending in &MIGRATIONS[28..] {
+        assert!(out.contains(pending.name), "{out}");
+    }
     assert_eq!(fs::read(&db).unwrap(), before);
 
     let o = run(dir.path(), &["--db-path", "missing.sqlite", "status"], None);
@@ -367,7 +373,8 @@ fn a_migration_shows_its_steps_when_stderr_is_a_terminal() {
     );
     assert!(
         screen.contains(&format!(
-            "[{steps}/{steps}] 0029_run_event_waits_by_timeout: "
+            "[{steps}/{steps}] {}: ",
+            MIGRATIONS[MIGRATIONS.len() - 1].name
         )),
         "{screen}"
     );

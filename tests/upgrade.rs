@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The newest version this suite was written for; the per-version tests below cover 0..LATEST.
-const LATEST: u32 = 29;
+const LATEST: u32 = 30;
 
 /// Rows inserted per table by [`fill`]. Every parent gets the same number of rows, and row n of a
 /// child references row n of each parent, so foreign-key columns that are part of a key (e.g.
@@ -833,6 +833,7 @@ upgrade_tests! {
     upgrade_from_v26: 26,
     upgrade_from_v27: 27,
     upgrade_from_v28: 28,
+    upgrade_from_v29: 29,
 }
 
 /// A fresh store's baseline is the SCHEMA_SQL the generated module exposes, and equals genesis
@@ -1230,7 +1231,7 @@ fn the_typescript_servers_version_11_file_upgrades_intact() {
 #[test]
 fn a_migrated_file_at_the_latest_version_reopens_untouched() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v29.sqlite");
+    let path = dir.path().join("latest.sqlite");
     let conn = build_at(&path, LATEST);
     fill(&conn);
     let before = snapshot(&conn);

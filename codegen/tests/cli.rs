@@ -29,7 +29,7 @@ fn check_reports_the_version_and_lock_appends_only_the_new_migration() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("schema.sql equals genesis + 29 migrations (version 29)"),
+        out.contains("schema.sql equals genesis + 30 migrations (version 30)"),
         "{out}"
     );
 
@@ -41,7 +41,7 @@ fn check_reports_the_version_and_lock_appends_only_the_new_migration() {
     schema.push_str("\n-- Runs by model.\nCREATE INDEX runs_by_model ON runs (model);\n");
     fs::write(dir.path().join("schema.sql"), schema).unwrap();
     fs::write(
-        dir.path().join("migrations/0030_extra.sql"),
+        dir.path().join("migrations/0031_extra.sql"),
         "CREATE INDEX runs_by_model ON runs (model);\n",
     )
     .unwrap();
@@ -51,23 +51,23 @@ fn check_reports_the_version_and_lock_appends_only_the_new_migration() {
     assert!(o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("warning: "), "{err}");
-    assert!(err.contains("0030_extra.sql is not locked yet"), "{err}");
+    assert!(err.contains("0031_extra.sql is not locked yet"), "{err}");
     assert!(err.contains("-- lock schema"), "{err}");
-    assert!(String::from_utf8_lossy(&o.stdout).contains("(version 30)"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("(version 31)"));
 
     let o = run(&["lock", root]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("covers 31 migrations"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("covers 32 migrations"));
     let after = fs::read_to_string(&lock).unwrap();
     assert!(after.starts_with(&before), "a locked line changed");
-    assert!(after[before.len()..].starts_with("0030_extra "), "{after}");
+    assert!(after[before.len()..].starts_with("0031_extra "), "{after}");
     let o = run(&["check", root]);
     assert!(o.status.success());
     assert_eq!(o.stderr, b"", "locked: no warning left");
 
     // A shipped migration edited: an error on stderr, nothing on stdout, a failing exit.
     fs::write(
-        dir.path().join("migrations/0030_extra.sql"),
+        dir.path().join("migrations/0031_extra.sql"),
         "CREATE INDEX runs_by_model ON runs (model, id);\n",
     )
     .unwrap();

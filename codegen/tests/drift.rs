@@ -59,8 +59,8 @@ fn assert_mentions(msg: &str, parts: &[&str]) {
 #[test]
 fn the_real_project_loads_clean() {
     let p = Project::load(schema_dir()).unwrap();
-    assert_eq!(p.latest_version(), 29);
-    assert_eq!(p.versions.len(), 30);
+    assert_eq!(p.latest_version(), 30);
+    assert_eq!(p.versions.len(), 31);
     assert_eq!(p.fresh.tables.len(), 22);
     assert!(p.warnings.is_empty(), "{:?}", p.warnings);
 }
@@ -89,7 +89,7 @@ fn a_baseline_column_no_migration_adds_names_the_column_and_the_last_migration()
 fn an_index_only_a_migration_creates_names_the_index_and_the_migration() {
     let dir = copy();
     fs::write(
-        migration(&dir, "0030_runs_by_model.sql"),
+        migration(&dir, "0031_runs_by_model.sql"),
         "CREATE INDEX runs_by_model ON runs (model);\n",
     )
     .unwrap();
@@ -99,8 +99,8 @@ fn an_index_only_a_migration_creates_names_the_index_and_the_migration() {
         &[
             "table runs, index runs_by_model",
             "schema.sql has nothing",
-            "migrations (version 30) has `runs (model)`",
-            "index last touched by migrations/0030_runs_by_model.sql",
+            "migrations (version 31) has `runs (model)`",
+            "index last touched by migrations/0031_runs_by_model.sql",
         ],
     );
 }
@@ -223,7 +223,7 @@ fn a_repeated_version_and_a_bad_name_are_refused() {
 fn an_unlocked_new_migration_is_a_warning_not_an_error() {
     let dir = copy();
     fs::write(
-        migration(&dir, "0030_runs_by_model.sql"),
+        migration(&dir, "0031_runs_by_model.sql"),
         "CREATE INDEX runs_by_model ON runs (model);\n",
     )
     .unwrap();
@@ -233,11 +233,11 @@ fn an_unlocked_new_migration_is_a_warning_not_an_error() {
         "CREATE INDEX runs_by_model ON runs (model);\nCREATE INDEX runs_by_account",
     );
     let p = Project::load(dir.path()).unwrap();
-    assert_eq!(p.latest_version(), 30);
+    assert_eq!(p.latest_version(), 31);
     assert_eq!(p.warnings.len(), 1);
     assert_mentions(
         &p.warnings[0],
-        &["0030_runs_by_model.sql is not locked yet"],
+        &["0031_runs_by_model.sql is not locked yet"],
     );
 }
 
@@ -325,7 +325,7 @@ fn a_cbor_column_without_its_payload_type_is_refused() {
 fn sql_that_sqlite_rejects_names_file_statement_and_message() {
     let dir = copy();
     fs::write(
-        migration(&dir, "0030_broken.sql"),
+        migration(&dir, "0031_broken.sql"),
         "-- a typo\nCREATE INDEX runs_by_model ON runs (model);\nALTER TABLE run ADD COLUMN x TEXT;\n",
     )
     .unwrap();
@@ -333,18 +333,18 @@ fn sql_that_sqlite_rejects_names_file_statement_and_message() {
     assert_mentions(
         &msg,
         &[
-            "0030_broken.sql:3: SQLite rejected this statement",
+            "0031_broken.sql:3: SQLite rejected this statement",
             "ALTER TABLE run ADD COLUMN x TEXT",
             "no such table: run",
         ],
     );
     let dir = copy();
     fs::write(
-        migration(&dir, "0030_typo.sql"),
+        migration(&dir, "0031_typo.sql"),
         "CREATE INDEX ON runs (model);\n",
     )
     .unwrap();
-    assert_mentions(&load_err(&dir), &["0030_typo.sql:1:", "syntax error"]);
+    assert_mentions(&load_err(&dir), &["0031_typo.sql:1:", "syntax error"]);
     let dir = copy();
     edit(
         &schema(&dir),
