@@ -23,15 +23,29 @@ fn copy_schema(to: &Path) {
     }
 }
 
+/// The real project's newest version: its migrations after genesis.
+fn latest() -> usize {
+    let migrations = Path::new(seed_agents_schema::DIR).join("migrations");
+    let files = fs::read_dir(migrations).unwrap().map(|e| e.unwrap().path());
+    files
+        .filter(|p| p.extension().is_some_and(|e| e == "sql"))
+        .count()
+        - 1
+}
+
 #[test]
 fn check_reports_the_version_and_lock_appends_only_the_new_migration() {
+    let latest = latest();
     let o = run(&["check", seed_agents_schema::DIR]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("schema.sql equals genesis + 30 migrations (version 30)"),
+        out.contains(&format!(
+            "schema.sql equals genesis + {latest} migrations (version {latest})"
+        )),
         "{out}"
     );
+    let extra = format!("{:04}_extra", latest + 1);
 
     let dir = tempfile::tempdir().unwrap();
     copy_schema(dir.path());
@@ -41,7 +55,7 @@ fn check_reports_the_version_and_lock_appends_only_the_new_migration() {
     schema.push_str("\n-- Runs by model.\nCREATE INDEX runs_by_model ON runs (model);\n");
     fs::write(dir.path().join("schema.sql"), schema).unwrap();
     fs::write(
-        dir.path().join("migrations/0031_extra.sql"),
+        dir.path().join(format!("migrations/{extra}.sql")),
         "CREATE INDEX runs_by_model ON runs (model);\n",
     )
     .unwrap();
@@ -51,23 +65,31 @@ fn check_reports_the_version_and_lock_appends_only_the_new_migration() {
     assert!(o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("warning: "), "{err}");
-    assert!(err.contains("0031_extra.sql is not locked yet"), "{err}");
+    assert!(
+        err.contains(&format!("{extra}.sql is not locked yet")),
+        "{err}"
+    );
     assert!(err.contains("-- lock schema"), "{err}");
-    assert!(String::from_utf8_lossy(&o.stdout).contains("(version 31)"));
+    let next = format!("(version {})", latest + 1);
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&next));
 
     let o = run(&["lock", root]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("covers 32 migrations"));
+    let covers = format!("covers {} migrations", latest + 2);
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&covers));
     let after = fs::read_to_string(&lock).unwrap();
     assert!(after.starts_with(&before), "a locked line changed");
-    assert!(after[before.len()..].starts_with("0031_extra "), "{after}");
+    assert!(
+        after[before.len()..].starts_with(&format!("{extra} ")),
+        "{after}"
+    );
     let o = run(&["check", root]);
     assert!(o.status.success());
     assert_eq!(o.stderr, b"", "locked: no warning left");
 
     // A shipped migration edited: an error on stderr, nothing on stdout, a failing exit.
     fs::write(
-        dir.path().join("migrations/0031_extra.sql"),
+        dir.path().join(format!("migrations/{extra}.sql")),
         "CREATE INDEX runs_by_model ON runs (model, id);\n",
     )
     .unwrap();

@@ -43,6 +43,12 @@ fn migration(dir: &tempfile::TempDir, name: &str) -> PathBuf {
     dir.path().join("migrations").join(name)
 }
 
+/// The version one past the real project's newest, and the file name of a migration to it.
+fn next(what: &str) -> (u32, String) {
+    let version = Project::load(schema_dir()).unwrap().latest_version() + 1;
+    (version, format!("{version:04}_{what}.sql"))
+}
+
 fn load_err(dir: &tempfile::TempDir) -> String {
     match Project::load(dir.path()) {
         Ok(_) => panic!("expected the project to be refused"),
@@ -88,8 +94,9 @@ fn a_baseline_column_no_migration_adds_names_the_column_and_the_last_migration()
 #[test]
 fn an_index_only_a_migration_creates_names_the_index_and_the_migration() {
     let dir = copy();
+    let (version, name) = next("runs_by_model");
     fs::write(
-        migration(&dir, "0031_runs_by_model.sql"),
+        migration(&dir, &name),
         "CREATE INDEX runs_by_model ON runs (model);\n",
     )
     .unwrap();
@@ -99,8 +106,8 @@ fn an_index_only_a_migration_creates_names_the_index_and_the_migration() {
         &[
             "table runs, index runs_by_model",
             "schema.sql has nothing",
-            "migrations (version 31) has `runs (model)`",
-            "index last touched by migrations/0031_runs_by_model.sql",
+            &format!("migrations (version {version}) has `runs (model)`"),
+            &format!("index last touched by migrations/{name}"),
         ],
     );
 }
@@ -222,8 +229,9 @@ fn a_repeated_version_and_a_bad_name_are_refused() {
 #[test]
 fn an_unlocked_new_migration_is_a_warning_not_an_error() {
     let dir = copy();
+    let (version, name) = next("runs_by_model");
     fs::write(
-        migration(&dir, "0031_runs_by_model.sql"),
+        migration(&dir, &name),
         "CREATE INDEX runs_by_model ON runs (model);\n",
     )
     .unwrap();
@@ -233,12 +241,9 @@ fn an_unlocked_new_migration_is_a_warning_not_an_error() {
         "CREATE INDEX runs_by_model ON runs (model);\nCREATE INDEX runs_by_account",
     );
     let p = Project::load(dir.path()).unwrap();
-    assert_eq!(p.latest_version(), 31);
+    assert_eq!(p.latest_version(), version);
     assert_eq!(p.warnings.len(), 1);
-    assert_mentions(
-        &p.warnings[0],
-        &["0031_runs_by_model.sql is not locked yet"],
-    );
+    assert_mentions(&p.warnings[0], &[&format!("{name} is not locked yet")]);
 }
 
 #[test]
@@ -324,8 +329,9 @@ fn a_cbor_column_without_its_payload_type_is_refused() {
 #[test]
 fn sql_that_sqlite_rejects_names_file_statement_and_message() {
     let dir = copy();
+    let (_, broken) = next("broken");
     fs::write(
-        migration(&dir, "0031_broken.sql"),
+        migration(&dir, &broken),
         "-- a typo\nCREATE INDEX runs_by_model ON runs (model);\nALTER TABLE run ADD COLUMN x TEXT;\n",
     )
     .unwrap();
@@ -333,18 +339,15 @@ fn sql_that_sqlite_rejects_names_file_statement_and_message() {
     assert_mentions(
         &msg,
         &[
-            "0031_broken.sql:3: SQLite rejected this statement",
+            &format!("{broken}:3: SQLite rejected this statement"),
             "ALTER TABLE run ADD COLUMN x TEXT",
             "no such table: run",
         ],
     );
     let dir = copy();
-    fs::write(
-        migration(&dir, "0031_typo.sql"),
-        "CREATE INDEX ON runs (model);\n",
-    )
-    .unwrap();
-    assert_mentions(&load_err(&dir), &["0031_typo.sql:1:", "syntax error"]);
+    let (_, typo) = next("typo");
+    fs::write(migration(&dir, &typo), "CREATE INDEX ON runs (model);\n").unwrap();
+    assert_mentions(&load_err(&dir), &[&format!("{typo}:1:"), "syntax error"]);
     let dir = copy();
     edit(
         &schema(&dir),
