@@ -690,7 +690,7 @@ CREATE TABLE activity_watermarks (
 -- The Log: the append-only durable event log of a session; seq is contiguous per session from 1.
 CREATE TABLE session_events (
     -- The event's id.
-    id TEXT PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
     -- The session whose log this is; references `sessions.id`.
     session_id TEXT NOT NULL REFERENCES sessions (id),
     -- The event's position in the session's log, contiguous from 1; GetSession with `afterSeq`
@@ -703,7 +703,9 @@ CREATE TABLE session_events (
     -- When the event was appended.
     -- @timestamp
     created_at INTEGER NOT NULL,
-    UNIQUE (session_id, seq)
+    -- Keyed by position, so that a session's events lie side by side in the file and a replay
+    -- reads them in order.
+    PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
 
 -- Request and response bytes per (account, action, client request id): identical request bytes

@@ -235,7 +235,7 @@ fn workspace_schema_items() {
         .ends_with(r#"WHERE "run_id" = ?1 ORDER BY "seq" ASC"#));
     let events = module(&file, "session_events");
     assert!(sql(function(events, "list_by_session_id"))
-        .ends_with(r#"WHERE "session_id" = ?1 ORDER BY "seq" ASC, "id" ASC"#));
+        .ends_with(r#"WHERE "session_id" = ?1 ORDER BY "seq" ASC"#));
     let collaborators = module(&file, "agent_collaborators");
     assert!(!has_function(collaborators, "list_by_agent_id"));
     let update = function(runs, "update");

@@ -6,7 +6,7 @@
 //!   write transaction as the insert, and `BEGIN IMMEDIATE` takes SQLite's write lock before the
 //!   read, so no other connection, in this process or another sharing the file, can allocate
 //!   between the read and the insert (the stronger allocator the description asks for before
-//!   several service processes write one database). `UNIQUE (session_id, seq)` backs it: a
+//!   several service processes write one database). The primary key `(session_id, seq)` backs it: a
 //!   caller that ran [`append_event`] in a deferred transaction would get an error, never a
 //!   duplicate;
 //! - every append moves the rollups exactly as the description defines: the agent's
@@ -39,7 +39,7 @@ use crate::{query, query_as};
 /// when the session is the account's. ?1 session, ?2 after, ?3 limit, ?4 account. The account
 /// check is an uncorrelated EXISTS on the sessions primary key: one lookup per call (SQLite runs
 /// it as a scalar subquery or as the outer loop of a one-row join), and the rows still come
-/// straight off the `(session_id, seq)` index in order (see the plan test).
+/// straight off the `(session_id, seq)` primary key in order (see the plan test).
 macro_rules! replay_query {
     ($account:expr, $session:expr, $after:expr, $limit:expr) => {
         query_as!(
@@ -291,8 +291,9 @@ impl Store {
 mod tests {
     use super::*;
 
-    /// The replay stays a range on the `(session_id, seq)` index, in index order (no sort), with
-    /// the account check one primary-key lookup rather than one per row.
+    /// The replay stays a range of the `(session_id, seq)` primary key, so a session's events are
+    /// read side by side in key order (no sort, no lookup per row), with the account check one
+    /// primary-key lookup rather than one per row.
     #[test]
     fn replay_reads_the_session_seq_index_and_checks_the_account_once() {
         let dir = tempfile::tempdir().unwrap();
@@ -312,7 +313,7 @@ mod tests {
         let text = plan.join("\n");
         assert!(
             plan.iter()
-                .any(|l| l.starts_with("SEARCH session_events USING INDEX")
+                .any(|l| l.starts_with("SEARCH session_events USING PRIMARY KEY")
                     && l.contains("(session_id=? AND seq>?)")),
             "{text}"
         );

@@ -365,8 +365,8 @@ round_trips! {
         },
     );
     session_events => case!(
-        session_events, unscoped, key("event-1"), lists[list_by_session_id("session-1")],
-        uniques[get_by_session_id_and_seq("session-1", 1)],
+        session_events, unscoped, key("session-1", 1), lists[list_by_session_id("session-1")],
+        uniques[get_by_id("event-1")],
         row: session_events::Row {
             id: "event-1".into(),
             session_id: "session-1".into(),

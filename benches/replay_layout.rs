@@ -1,0 +1,222 @@
+//! The layout of the Log: replaying one session of 100,000 events in a file of 1,000,000, with
+//! `session_events` keyed by `(session_id, seq)` as version 31 made it (a session's rows side by
+//! side) against a copy in the layout before it (keyed by the random event id, so a session's
+//! rows lie scattered over the file), and an append into each, alternating. Also prints how long
+//! building the copy takes (a migration between the layouts costs about that).
+//!
+//! The store's file is built once per schema version and kept under `target/bench-data`
+//! (about 300 MB); the copy is rebuilt every run.
+
+mod common;
+
+use common::{event, ACCOUNT};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use rusqlite::{params, Connection, TransactionBehavior};
+use seed_agents_store::ids::new_id;
+use seed_agents_store::Store;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const EVENTS: usize = 1_000_000;
+const BIG: usize = 100_000;
+const OTHERS: usize = 999;
+
+/// The layout before version 31, keyed by the event id, in a file of its own (the store's file
+/// holds exactly its schema, or the gate refuses it).
+const BY_ID: &str = "CREATE TABLE session_events (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event_cbor BLOB NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (session_id, seq)
+) WITHOUT ROWID";
+
+const REPLAY: &str = "SELECT id, session_id, seq, event_cbor, created_at FROM session_events \
+                      WHERE session_id = ?1 AND seq > ?2 ORDER BY seq";
+
+/// Builds (once) the store's file: one agent, the big session and 999 others, 1M events
+/// appended in an interleaved order with random ids, as a server's would be.
+fn store_file(dir: &Path) -> PathBuf {
+    let version = seed_agents_store::schema::SCHEMA_VERSION;
+    let path = dir.join(format!("replay-{EVENTS}-v{version}.sqlite"));
+    let done = dir.join(format!("replay-{EVENTS}-v{version}.done"));
+    if done.exists() {
+        return path;
+    }
+    let _ = std::fs::remove_file(&path);
+    drop(Store::open(&path).unwrap());
+    let mut conn = Connection::open(&path).unwrap();
+    let tx = conn.transaction().unwrap();
+    let t = 1_764_000_000_000i64;
+    tx.execute(
+        "INSERT INTO accounts VALUES (?1, ?2, ?2)",
+        params![ACCOUNT, t],
+    )
+    .unwrap();
+    tx.execute(
+        "INSERT INTO agents (id, account_id, definition_cbor, state_dir, status, created_at, updated_at) \
+         VALUES ('agent', ?1, x'a0', '/tmp/agent', 'idle', ?2, ?2)",
+        params![ACCOUNT, t],
+    )
+    .unwrap();
+    let sessions: Vec<String> = (0..=OTHERS).map(|i| format!("sess-{i:04}")).collect();
+    for s in &sessions {
+        tx.execute(
+            "INSERT INTO sessions (id, account_id, agent_id, status, created_at, updated_at) \
+             VALUES (?1, ?2, 'agent', 'idle', ?3, ?3)",
+            params![s, ACCOUNT, t],
+        )
+        .unwrap();
+    }
+    let bytes = serde_ipld_dagcbor::to_vec(&event(0)).unwrap();
+    let mut seqs = vec![0i64; sessions.len()];
+    {
+        let mut insert = tx
+            .prepare(
+                "INSERT INTO session_events (id, session_id, seq, event_cbor, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .unwrap();
+        for i in 0..EVENTS {
+            // Every tenth event goes to the big session, the rest round the others.
+            let s = if i % 10 == 0 { 0 } else { 1 + i % OTHERS };
+            seqs[s] += 1;
+            insert
+                .execute(params![new_id(), sessions[s], seqs[s], bytes, t + i as i64])
+                .unwrap();
+        }
+    }
+    tx.commit().unwrap();
+    assert_eq!(seqs[0] as usize, BIG);
+    conn.execute_batch("ANALYZE").unwrap();
+    std::fs::write(done, "").unwrap();
+    path
+}
+
+/// Builds the copy in the layout by id from the store's file, timed.
+fn by_id_file(dir: &Path, from: &Path) -> PathBuf {
+    let path = dir.join(format!("replay-{EVENTS}-by-id.sqlite"));
+    let _ = std::fs::remove_file(&path);
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(BY_ID).unwrap();
+    conn.execute("ATTACH ?1 AS src", [from.to_str().unwrap()])
+        .unwrap();
+    let began = Instant::now();
+    conn.execute_batch(
+        "BEGIN; INSERT INTO main.session_events SELECT id, session_id, seq, event_cbor, created_at \
+         FROM src.session_events; COMMIT;",
+    )
+    .unwrap();
+    eprintln!(
+        "copy of {EVENTS} events into the layout by id: {:?}",
+        began.elapsed()
+    );
+    path
+}
+
+fn plain(path: &Path) -> Connection {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA cache_size = -65536; PRAGMA mmap_size = 536870912; \
+         PRAGMA synchronous = NORMAL;",
+    )
+    .unwrap();
+    conn
+}
+
+fn replay(conn: &Connection) -> usize {
+    let mut stmt = conn.prepare_cached(REPLAY).unwrap();
+    let rows = stmt
+        .query_map(params!["sess-0000", 0], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, Vec<u8>>(3)?,
+                r.get::<_, i64>(4)?,
+            ))
+        })
+        .unwrap();
+    rows.map(Result::unwrap).count()
+}
+
+/// One append, as the store does it (next seq and insert, one transaction), to a small session:
+/// the big one stays as built, since the file is kept between runs.
+fn append(conn: &mut Connection, bytes: &[u8]) {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .unwrap();
+    let seq: i64 = tx
+        .prepare_cached(
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM session_events WHERE session_id = ?1",
+        )
+        .unwrap()
+        .query_row(["sess-0999"], |r| r.get(0))
+        .unwrap();
+    tx.prepare_cached(
+        "INSERT INTO session_events (id, session_id, seq, event_cbor, created_at) VALUES (?1, ?2, ?3, ?4, 0)",
+    )
+    .unwrap()
+    .execute(params![new_id(), "sess-0999", seq, bytes])
+    .unwrap();
+    tx.commit().unwrap();
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data");
+    std::fs::create_dir_all(&dir).unwrap();
+    let clustered_path = store_file(&dir);
+    let scattered_path = by_id_file(&dir, &clustered_path);
+    let store = Store::open(&clustered_path).unwrap();
+    let scattered = plain(&scattered_path);
+    let clustered = plain(&clustered_path);
+    assert_eq!(replay(&scattered), BIG);
+    assert_eq!(replay(&clustered), BIG);
+
+    let mut g = c.benchmark_group("replay_100k_of_1m");
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(10));
+    g.throughput(Throughput::Elements(BIG as u64));
+    g.bench_function("store_events_after", |b| {
+        b.iter(|| {
+            let events = store.events_after(ACCOUNT, "sess-0000", 0, None).unwrap();
+            assert_eq!(events.len(), BIG);
+        })
+    });
+    g.bench_function("plain_by_id_layout", |b| b.iter(|| replay(&scattered)));
+    g.bench_function("plain_by_session_seq_layout", |b| {
+        b.iter(|| replay(&clustered))
+    });
+    g.finish();
+    drop(store);
+
+    // Appends alternate between the two layouts, so both see the same load.
+    let bytes = serde_ipld_dagcbor::to_vec(&event(1)).unwrap();
+    let (mut a, mut b) = (plain(&scattered_path), plain(&clustered_path));
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for round in 0..2_000 {
+        let time = |conn: &mut Connection, out: &mut Vec<Duration>| {
+            let began = Instant::now();
+            append(conn, &bytes);
+            out.push(began.elapsed());
+        };
+        if round % 2 == 0 {
+            time(&mut a, &mut ta);
+            time(&mut b, &mut tb);
+        } else {
+            time(&mut b, &mut tb);
+            time(&mut a, &mut ta);
+        }
+    }
+    ta.sort();
+    tb.sort();
+    let (ma, mb) = (ta[ta.len() / 2], tb[tb.len() / 2]);
+    eprintln!(
+        "append (synchronous=NORMAL), median: by id {ma:?}, by (session_id, seq) {mb:?}, ratio {:.3}",
+        mb.as_secs_f64() / ma.as_secs_f64()
+    );
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
