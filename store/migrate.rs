@@ -94,6 +94,12 @@ pub(crate) fn upgrade(
     if state == State::At(latest) {
         return Ok(Outcome::Current { version: latest });
     }
+    if state == State::Fresh {
+        // Only an empty file takes this (on any other it does nothing): freed pages can then be
+        // given back to the file a batch at a time (`PRAGMA incremental_vacuum`), never needing
+        // the whole-file rewrite of a VACUUM.
+        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
+    }
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     // Another process may have installed or migrated while we waited for the write lock.
     let outcome = match gate::inspect(&tx, path)? {

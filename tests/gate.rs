@@ -379,3 +379,27 @@ fn a_migration_that_fails_on_real_data_leaves_the_file_byte_for_byte() {
         seed_agents_store::Verdict::Verified { version: 25, .. }
     ));
 }
+
+#[test]
+fn a_fresh_install_gives_freed_pages_back_incrementally_and_an_existing_file_keeps_its_mode() {
+    let auto_vacuum = |store: &Store| -> i64 {
+        store
+            .conn()
+            .unwrap()
+            .query_row("PRAGMA auto_vacuum", [], |r| r.get(0))
+            .unwrap()
+    };
+    let (_d, fresh) = temp();
+    assert_eq!(auto_vacuum(&Store::open(&fresh).unwrap()), 2, "INCREMENTAL");
+
+    // A file made before (here at version 27, as the TypeScript server makes them: NONE) is
+    // migrated without a rewrite, so it keeps its mode; switching it takes a VACUUM.
+    let (_d, old) = temp();
+    at_version(&old, 27);
+    let store = Store::open(&old).unwrap();
+    assert!(matches!(
+        store.outcome(),
+        Outcome::Migrated { from: 27, .. }
+    ));
+    assert_eq!(auto_vacuum(&store), 0, "NONE");
+}
