@@ -64,7 +64,7 @@ fn inspect_snapshot(conn: &Connection, path: &Path) -> Result<State> {
          WHERE substr(lower(name), 1, 7) <> 'sqlite_' AND substr(lower(name), 1, 12) <> '_litestream_'"
     )
     .fetch_one(conn)
-    .map_err(judged)?
+    .map_err(|e| storage::cut_short(conn, path, &e).unwrap_or_else(|| judged(e)))?
     .n;
     storage::check_size(conn, path)?;
     if own_objects == Some(0) {

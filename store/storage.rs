@@ -178,6 +178,32 @@ pub(crate) fn check_size(conn: &Connection, path: &Path) -> Result<()> {
     })
 }
 
+/// After reading the schema failed with `error`: when SQLite found it corrupt, the refusal naming a cut, when the file is
+/// not a whole number of pages (with `auto_vacuum` the schema's pages can be the last ones, so
+/// a cut falls inside it before [`check_size`] can run), or `None` to report the error as it is.
+pub(crate) fn cut_short(conn: &Connection, path: &Path, error: &Error) -> Option<Error> {
+    let corrupt = rusqlite::ErrorCode::DatabaseCorrupt;
+    if !matches!(error, Error::Sqlite(e) if e.sqlite_error_code() == Some(corrupt)) {
+        return None;
+    }
+    let wal = fs::metadata(sidecar(path, "-wal")).map_or(0, |m| m.len());
+    let len = fs::metadata(path).ok()?.len();
+    // Page 1 was read, so this is the file's own page size, not the default.
+    let page_size = conn
+        .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
+        .ok()?
+        .max(1) as u64;
+    if wal > 0 || len % page_size == 0 {
+        return None;
+    }
+    Some(Error::Refused {
+        path: path.to_path_buf(),
+        reason: Refusal::Corrupt {
+            detail: format!("the file is {len} bytes, not a whole number of {page_size}-byte pages: it was cut short or extended"),
+        },
+    })
+}
+
 /// How a read-only connection is meant to be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Look {
