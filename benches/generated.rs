@@ -3,6 +3,9 @@
 //! the ratio is read off one run (target: generated / hand-written at most 1.05). The generated
 //! writes are crate-private (rows are written by the store's operations), so only reads compare.
 
+mod common;
+
+use common::{insert_owner_rows, ACCOUNT};
 use criterion::{criterion_group, criterion_main, Criterion};
 use rusqlite::{params, Connection};
 use seed_agents_store::cbor::Cbor;
@@ -10,7 +13,6 @@ use seed_agents_store::schema::runs;
 use seed_agents_store::Store;
 use std::time::Duration;
 
-const ACCOUNT: &str = "acct";
 const PRELOADED: usize = 10_000;
 const PER_SESSION: usize = 20;
 const SESSIONS: usize = PRELOADED / PER_SESSION;
@@ -236,24 +238,7 @@ fn setup() -> (tempfile::TempDir, Store) {
     // the planner statistics of its rows.
     let mut plain = Connection::open(&path).unwrap();
     let tx = plain.transaction().unwrap();
-    tx.execute(
-        "INSERT INTO accounts VALUES (?1, ?2, ?2)",
-        params![ACCOUNT, T],
-    )
-    .unwrap();
-    tx.execute(
-        "INSERT INTO agents (id, account_id, definition_cbor, state_dir, status, created_at, updated_at) \
-         VALUES ('agent', ?1, x'a0', '/tmp/agent', 'idle', ?2, ?2)",
-        params![ACCOUNT, T],
-    )
-    .unwrap();
-    for s in 0..SESSIONS {
-        tx.execute(
-            "INSERT INTO sessions (id, account_id, agent_id, status, created_at, updated_at) VALUES (?1, ?2, 'agent', 'idle', ?3, ?3)",
-            params![format!("sess-{s:04}"), ACCOUNT, T],
-        )
-        .unwrap();
-    }
+    insert_owner_rows(&tx, T, SESSIONS);
     let placeholders: Vec<String> = (1..=34).map(|i| format!("?{i}")).collect();
     let insert_sql = format!(
         "INSERT INTO \"runs\" ({COLUMNS}) VALUES ({})",

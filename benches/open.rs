@@ -3,6 +3,9 @@
 //! `quick_check`, run before a migration; the whole `check` command), and the build-time work of
 //! codegen: replay of every version plus generation (target: under 1 s).
 
+mod common;
+
+use common::insert_owner_rows;
 use criterion::{criterion_group, criterion_main, Criterion};
 use rusqlite::params;
 use seed_agents_store::Store;
@@ -28,25 +31,8 @@ fn large_database() -> PathBuf {
     let mut plain = rusqlite::Connection::open(store.path()).unwrap();
     let tx = plain.transaction().unwrap();
     let t = 1_764_000_000_000i64;
-    tx.execute("INSERT INTO accounts VALUES ('acct', ?1, ?1)", [t])
-        .unwrap();
-    tx.execute(
-        "INSERT INTO agents (id, account_id, definition_cbor, state_dir, status, created_at, updated_at) \
-         VALUES ('agent', 'acct', x'a0', '/tmp/agent', 'idle', ?1, ?1)",
-        [t],
-    )
-    .unwrap();
+    insert_owner_rows(&tx, t, SESSIONS);
     {
-        let mut s = tx
-            .prepare(
-                "INSERT INTO sessions (id, account_id, agent_id, status, created_at, updated_at) \
-                 VALUES (?1, 'acct', 'agent', 'idle', ?2, ?2)",
-            )
-            .unwrap();
-        for i in 0..SESSIONS {
-            s.execute(params![format!("sess-{i:06}"), t + i as i64])
-                .unwrap();
-        }
         let mut s = tx
             .prepare(
                 "INSERT INTO runs (id, account_id, root_run_id, kind, agent_id, session_id, origin, title, \
@@ -58,7 +44,7 @@ fn large_database() -> PathBuf {
             let status = if i % 10 == 0 { "queued" } else { "succeeded" };
             s.execute(params![
                 format!("run-{i:07}"),
-                format!("sess-{:06}", i % SESSIONS),
+                format!("sess-{:04}", i % SESSIONS),
                 status,
                 t + i as i64
             ])
@@ -75,7 +61,7 @@ fn large_database() -> PathBuf {
         for i in 0..EVENTS {
             s.execute(params![
                 format!("ev-{i:08}"),
-                format!("sess-{:06}", i % SESSIONS),
+                format!("sess-{:04}", i % SESSIONS),
                 (i / SESSIONS + 1) as i64,
                 payload,
                 t + i as i64

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{event, ACCOUNT};
+use common::{event, insert_owner_rows, ACCOUNT};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rusqlite::{params, Connection, TransactionBehavior};
 use seed_agents_store::ids::new_id;
@@ -49,26 +49,7 @@ fn store_file(dir: &Path) -> PathBuf {
     let mut conn = Connection::open(&path).unwrap();
     let tx = conn.transaction().unwrap();
     let t = 1_764_000_000_000i64;
-    tx.execute(
-        "INSERT INTO accounts VALUES (?1, ?2, ?2)",
-        params![ACCOUNT, t],
-    )
-    .unwrap();
-    tx.execute(
-        "INSERT INTO agents (id, account_id, definition_cbor, state_dir, status, created_at, updated_at) \
-         VALUES ('agent', ?1, x'a0', '/tmp/agent', 'idle', ?2, ?2)",
-        params![ACCOUNT, t],
-    )
-    .unwrap();
-    let sessions: Vec<String> = (0..=OTHERS).map(|i| format!("sess-{i:04}")).collect();
-    for s in &sessions {
-        tx.execute(
-            "INSERT INTO sessions (id, account_id, agent_id, status, created_at, updated_at) \
-             VALUES (?1, ?2, 'agent', 'idle', ?3, ?3)",
-            params![s, ACCOUNT, t],
-        )
-        .unwrap();
-    }
+    let sessions = insert_owner_rows(&tx, t, OTHERS + 1);
     let bytes = serde_ipld_dagcbor::to_vec(&event(0)).unwrap();
     let mut seqs = vec![0i64; sessions.len()];
     {

@@ -64,7 +64,16 @@ fn inspect_snapshot(conn: &Connection, path: &Path) -> Result<State> {
          WHERE substr(lower(name), 1, 7) <> 'sqlite_' AND substr(lower(name), 1, 12) <> '_litestream_'"
     )
     .fetch_one(conn)
-    .map_err(|e| storage::cut_short(conn, path, &e).unwrap_or_else(|| judged(e)))?
+    .map_err(|e| {
+        // A file found corrupt on its first read may be one cut inside its schema (with
+        // auto_vacuum the schema's pages can be the last ones): the size check names that.
+        let corrupt = matches!(&e, Error::Sqlite(e)
+            if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseCorrupt));
+        match storage::check_size(conn, path) {
+            Err(cut) if corrupt => cut,
+            _ => judged(e),
+        }
+    })?
     .n;
     storage::check_size(conn, path)?;
     if own_objects == Some(0) {

@@ -65,14 +65,18 @@ impl Pool {
         }
     }
 
+    /// `conn`, handed out until the [`Reader`] is dropped.
+    fn lend(&self, conn: Connection) -> Reader<'_> {
+        Reader {
+            conn: Some(conn),
+            pool: self,
+        }
+    }
+
     /// An idle connection for reading, if there is one now (never waits, never opens one).
     pub(crate) fn try_get(&self) -> Option<Reader<'_>> {
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        let conn = idle.conns.pop()?;
-        Some(Reader {
-            conn: Some(conn),
-            pool: self,
-        })
+        idle.conns.pop().map(|conn| self.lend(conn))
     }
 
     /// A connection for reading, returned to the pool when the [`Reader`] is dropped.
@@ -81,19 +85,13 @@ impl Pool {
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             if let Some(conn) = idle.conns.pop() {
-                return Ok(Reader {
-                    conn: Some(conn),
-                    pool: self,
-                });
+                return Ok(self.lend(conn));
             }
             if idle.opened < self.size {
                 idle.opened += 1;
                 drop(idle);
                 return match (self.opener)() {
-                    Ok(conn) => Ok(Reader {
-                        conn: Some(conn),
-                        pool: self,
-                    }),
+                    Ok(conn) => Ok(self.lend(conn)),
                     Err(e) => {
                         self.idle
                             .lock()

@@ -161,46 +161,22 @@ pub(crate) fn check_size(conn: &Connection, path: &Path) -> Result<()> {
             .map(|n| n.max(0) as u64)
             .map_err(|e| judge(Error::Sqlite(e), path))
     };
+    // The page size needs no schema (`page_count` does): a cut inside the schema is named too.
     let page_size = pragma("page_size")?.max(1);
-    let pages = pragma("page_count")?;
     let detail = if len % page_size != 0 {
         format!("the file is {len} bytes, not a whole number of {page_size}-byte pages: it was cut short or extended")
-    } else if pages * page_size > len {
+    } else {
+        let pages = pragma("page_count")?;
+        if pages * page_size <= len {
+            return Ok(());
+        }
         format!(
             "it counts {pages} pages of {page_size} bytes but the file holds only {len} bytes: it was cut short"
         )
-    } else {
-        return Ok(());
     };
     Err(Error::Refused {
         path: path.to_path_buf(),
         reason: Refusal::Corrupt { detail },
-    })
-}
-
-/// After reading the schema failed with `error`: when SQLite found it corrupt, the refusal naming a cut, when the file is
-/// not a whole number of pages (with `auto_vacuum` the schema's pages can be the last ones, so
-/// a cut falls inside it before [`check_size`] can run), or `None` to report the error as it is.
-pub(crate) fn cut_short(conn: &Connection, path: &Path, error: &Error) -> Option<Error> {
-    let corrupt = rusqlite::ErrorCode::DatabaseCorrupt;
-    if !matches!(error, Error::Sqlite(e) if e.sqlite_error_code() == Some(corrupt)) {
-        return None;
-    }
-    let wal = fs::metadata(sidecar(path, "-wal")).map_or(0, |m| m.len());
-    let len = fs::metadata(path).ok()?.len();
-    // Page 1 was read, so this is the file's own page size, not the default.
-    let page_size = conn
-        .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
-        .ok()?
-        .max(1) as u64;
-    if wal > 0 || len % page_size == 0 {
-        return None;
-    }
-    Some(Error::Refused {
-        path: path.to_path_buf(),
-        reason: Refusal::Corrupt {
-            detail: format!("the file is {len} bytes, not a whole number of {page_size}-byte pages: it was cut short or extended"),
-        },
     })
 }
 

@@ -87,15 +87,8 @@ const SCANNED_REFERENCES_TO: [&str; 2] = ["accounts", "agents"];
 fn deleting_a_referenced_row_finds_its_references_through_an_index() {
     let f = fixture();
     let conn = raw(&f.store);
-    let tables: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap();
     let mut checked = 0;
-    for child in &tables {
+    for child in seed_agents_store::schema::TABLES {
         // (id, parent, child column), one row per column of each reference.
         let references: Vec<(i64, String, String)> = conn
             .prepare(&format!(

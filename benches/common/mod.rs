@@ -5,7 +5,7 @@
 // Each benchmark binary uses a part of this module.
 #![allow(dead_code)]
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use seed_agents_store::agents::NewAgent;
 use seed_agents_store::clock::{Clock, SystemClock};
 use seed_agents_store::ids::new_id;
@@ -136,4 +136,34 @@ pub fn plain_append(
     .execute((now, "user", session_id))
     .unwrap();
     tx.commit().unwrap();
+}
+
+/// Writes, through a plain connection (the store's writes are its operations only), the rows a
+/// bulk fixture hangs off: the account, its agent `agent`, and `sessions` top-level sessions
+/// named `sess-0000`, `sess-0001`, ...; returns the session ids.
+pub fn insert_owner_rows(conn: &Connection, t: i64, sessions: usize) -> Vec<String> {
+    conn.execute(
+        "INSERT INTO accounts VALUES (?1, ?2, ?2)",
+        params![ACCOUNT, t],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO agents (id, account_id, definition_cbor, state_dir, status, created_at, updated_at) \
+         VALUES ('agent', ?1, x'a0', '/tmp/agent', 'idle', ?2, ?2)",
+        params![ACCOUNT, t],
+    )
+    .unwrap();
+    let mut insert = conn
+        .prepare(
+            "INSERT INTO sessions (id, account_id, agent_id, status, created_at, updated_at) \
+             VALUES (?1, ?2, 'agent', 'idle', ?3, ?3)",
+        )
+        .unwrap();
+    (0..sessions)
+        .map(|i| {
+            let id = format!("sess-{i:04}");
+            insert.execute(params![id, ACCOUNT, t]).unwrap();
+            id
+        })
+        .collect()
 }
