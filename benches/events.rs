@@ -17,10 +17,10 @@
 
 mod common;
 
-use common::{event, now_ms, plain_append, setup, setup_plain, ACCOUNT};
+use common::{event, now_ms, paired, plain_append, setup, setup_plain, ACCOUNT};
 use criterion::{criterion_group, criterion_main, Criterion};
 use rusqlite::Connection;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const REPLAYED: usize = 1_000;
 
@@ -57,37 +57,6 @@ fn plain_replay(conn: &Connection, session_id: &str, after: i64) -> Vec<PlainEve
     rows.collect::<rusqlite::Result<_>>().unwrap()
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-/// Runs `store` and `plain` alternately `rounds` times and prints the ratio of their medians.
-fn paired(label: &str, rounds: usize, mut store: impl FnMut(), mut plain: impl FnMut()) {
-    let (mut s, mut p) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
-    for round in 0..rounds {
-        let time = |f: &mut dyn FnMut(), out: &mut Vec<Duration>| {
-            let start = Instant::now();
-            f();
-            out.push(start.elapsed());
-        };
-        if round % 2 == 0 {
-            time(&mut store, &mut s);
-            time(&mut plain, &mut p);
-        } else {
-            time(&mut plain, &mut p);
-            time(&mut store, &mut s);
-        }
-    }
-    let (ms, mp) = (median(s), median(p));
-    eprintln!(
-        "paired {label}: store {ms:?}, plain {mp:?}, ratio {:.3}, store {:.0}/s, plain {:.0}/s",
-        ms.as_secs_f64() / mp.as_secs_f64(),
-        1.0 / ms.as_secs_f64(),
-        1.0 / mp.as_secs_f64()
-    );
-}
-
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     for (synchronous, rounds) in [("FULL", 600), ("NORMAL", 3_000)] {
@@ -109,6 +78,7 @@ fn bench(c: &mut Criterion) {
         paired(
             &format!("event_append_{synchronous}"),
             rounds,
+            ["store", "plain"],
             || {
                 i += 1;
                 store.append_event(ACCOUNT, &session, &event(i)).unwrap();
@@ -160,6 +130,7 @@ fn bench(c: &mut Criterion) {
     paired(
         "event_replay_1000",
         300,
+        ["store", "plain"],
         || {
             assert_eq!(
                 store

@@ -16,7 +16,7 @@
 
 mod common;
 
-use common::{event, now_ms, plain_append, setup, setup_plain, ACCOUNT};
+use common::{event, median, now_ms, plain_append, setup, setup_plain, ACCOUNT};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rusqlite::Connection;
 use seed_agents_store::Store;
@@ -112,11 +112,6 @@ struct Case {
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 /// One thread, the three ways alternating call by call (the order rotating every round).

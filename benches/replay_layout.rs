@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{event, insert_owner_rows, ACCOUNT};
+use common::{event, insert_owner_rows, paired, ACCOUNT};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rusqlite::{params, Connection, TransactionBehavior};
 use seed_agents_store::ids::new_id;
@@ -172,30 +172,14 @@ fn bench(c: &mut Criterion) {
     g.finish();
     drop(store);
 
-    // Appends alternate between the two layouts, so both see the same load.
     let bytes = serde_ipld_dagcbor::to_vec(&event(1)).unwrap();
-    let (mut a, mut b) = (plain(&scattered_path), plain(&clustered_path));
-    let (mut ta, mut tb) = (Vec::new(), Vec::new());
-    for round in 0..2_000 {
-        let time = |conn: &mut Connection, out: &mut Vec<Duration>| {
-            let began = Instant::now();
-            append(conn, &bytes);
-            out.push(began.elapsed());
-        };
-        if round % 2 == 0 {
-            time(&mut a, &mut ta);
-            time(&mut b, &mut tb);
-        } else {
-            time(&mut b, &mut tb);
-            time(&mut a, &mut ta);
-        }
-    }
-    ta.sort();
-    tb.sort();
-    let (ma, mb) = (ta[ta.len() / 2], tb[tb.len() / 2]);
-    eprintln!(
-        "append (synchronous=NORMAL), median: by id {ma:?}, by (session_id, seq) {mb:?}, ratio {:.3}",
-        mb.as_secs_f64() / ma.as_secs_f64()
+    let (mut by_id, mut by_seq) = (plain(&scattered_path), plain(&clustered_path));
+    paired(
+        "append (synchronous=NORMAL)",
+        2_000,
+        ["by (session_id, seq)", "by id"],
+        || append(&mut by_seq, &bytes),
+        || append(&mut by_id, &bytes),
     );
 }
 

@@ -12,6 +12,7 @@ use seed_agents_store::ids::new_id;
 use seed_agents_store::payload::*;
 use seed_agents_store::sessions::NewSession;
 use seed_agents_store::{Durability, Store};
+use std::time::{Duration, Instant};
 
 pub const ACCOUNT: &str = "acct";
 
@@ -166,4 +167,44 @@ pub fn insert_owner_rows(conn: &Connection, t: i64, sessions: usize) -> Vec<Stri
             id
         })
         .collect()
+}
+
+/// The median of `v`.
+pub fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Runs `a` and `b` alternately `rounds` times (swapping which goes first every round, so both
+/// see the same load) and prints their medians, named by `names`, and the ratio `a / b`.
+pub fn paired(
+    label: &str,
+    rounds: usize,
+    names: [&str; 2],
+    mut a: impl FnMut(),
+    mut b: impl FnMut(),
+) {
+    let (mut ta, mut tb) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    for round in 0..rounds {
+        let time = |f: &mut dyn FnMut(), out: &mut Vec<Duration>| {
+            let start = Instant::now();
+            f();
+            out.push(start.elapsed());
+        };
+        if round % 2 == 0 {
+            time(&mut a, &mut ta);
+            time(&mut b, &mut tb);
+        } else {
+            time(&mut b, &mut tb);
+            time(&mut a, &mut ta);
+        }
+    }
+    let (ma, mb) = (median(ta), median(tb));
+    let [na, nb] = names;
+    eprintln!(
+        "paired {label}: {na} {ma:?}, {nb} {mb:?}, ratio {:.3}, {na} {:.0}/s, {nb} {:.0}/s",
+        ma.as_secs_f64() / mb.as_secs_f64(),
+        1.0 / ma.as_secs_f64(),
+        1.0 / mb.as_secs_f64()
+    );
 }
