@@ -14,13 +14,36 @@
 -- SEED_AGENTS_STRICT_DOCS=1).
 
 -- Server-local configuration blobs. Holds `schema_migration_version` (the schema version as TEXT
--- digits) and `secret_encryption_key_v1` (the 32-byte AES-GCM key for encrypted secrets).
+-- digits) and, while the database provider keeps them, the 32-byte AES-GCM keys of encrypted
+-- secrets: `secret_encryption_key_v<id>` for key `<id>` of `secret_keys` (`..._v1` the original).
 CREATE TABLE server_config (
     -- The configuration key.
     key TEXT PRIMARY KEY,
     -- The value; its encoding depends on the key.
     value BLOB NOT NULL
 ) WITHOUT ROWID;
+
+-- The keys that encrypt secrets (`secrets`, `webhook_trigger_credentials`), never their bytes. Every
+-- encrypted row names the key that decrypts it; the newest key not retired encrypts new values,
+-- and a key is retired once no row names it.
+CREATE TABLE secret_keys (
+    -- The key's number, never reused; 1 is the original `secret_encryption_key_v1`.
+    id INTEGER PRIMARY KEY NOT NULL,
+    -- Where the key's bytes live: `database` (`server_config.secret_encryption_key_v<id>`), an
+    -- environment variable, a file or an external command.
+    -- @enum(database, env, file, command)
+    provider TEXT NOT NULL,
+    -- Lowercase hex of the first 16 bytes of SHA-256 over a fixed label and the key, which tells
+    -- a provider's keys apart without holding them; NULL for the key migration 0032 registered
+    -- until the store next writes with it.
+    fingerprint TEXT UNIQUE,
+    -- When the key was registered.
+    -- @timestamp
+    created_at INTEGER NOT NULL,
+    -- When the last row encrypted under it was re-encrypted under a newer key; NULL while in use.
+    -- @timestamp
+    retired_at INTEGER
+);
 
 -- Seed account principals known to this server, created or touched lazily as account-owned rows
 -- are written.
@@ -88,7 +111,7 @@ CREATE TABLE secrets (
     account_id TEXT NOT NULL REFERENCES accounts (id),
     -- The secret's name, unique within the account.
     name TEXT NOT NULL,
-    -- AES-256-GCM: 12-byte nonce || encrypted bytes || 16-byte tag, under the server key.
+    -- AES-256-GCM: 12-byte nonce || encrypted bytes || 16-byte tag, under the key `key_id`.
     ciphertext BLOB NOT NULL,
     -- Metadata kept next to the ciphertext, outside the encryption; NULL when there is none.
     -- @cbor(SecretMetadata)
@@ -96,11 +119,20 @@ CREATE TABLE secrets (
     -- When the secret was created.
     -- @timestamp
     created_at INTEGER NOT NULL,
-    -- When the secret was last changed.
+    -- When the secret was last changed (set), which is when its value was last written.
     -- @timestamp
     updated_at INTEGER NOT NULL,
+    -- The key that encrypted `ciphertext`; references `secret_keys.id`.
+    key_id INTEGER NOT NULL REFERENCES secret_keys (id),
+    -- When a key rotation last re-encrypted the value (which leaves `updated_at` alone); NULL
+    -- when none has.
+    -- @timestamp
+    rotated_at INTEGER,
     UNIQUE (account_id, name)
 ) WITHOUT ROWID;
+
+-- The secrets a rotation has still to re-encrypt: those under a key older than the newest.
+CREATE INDEX secrets_by_key_id ON secrets (key_id);
 
 -- Agent definitions, their on-disk state directory and the activity rollup that unread
 -- indicators read.
@@ -613,15 +645,23 @@ CREATE TABLE webhook_trigger_credentials (
     account_id TEXT NOT NULL REFERENCES accounts (id),
     -- The hash delivery requests are checked against.
     secret_hash TEXT NOT NULL,
-    -- The secret encrypted with the server key, returned to editors.
+    -- The secret encrypted with the key `key_id` (as `secrets.ciphertext`), returned to editors.
     secret_ciphertext BLOB NOT NULL,
     -- When the secret was created, with the trigger.
     -- @timestamp
     created_at INTEGER NOT NULL,
     -- When the row last changed.
     -- @timestamp
-    updated_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL,
+    -- The key that encrypted `secret_ciphertext`; references `secret_keys.id`.
+    key_id INTEGER NOT NULL REFERENCES secret_keys (id),
+    -- When a key rotation last re-encrypted the secret; NULL when none has.
+    -- @timestamp
+    rotated_at INTEGER
 ) WITHOUT ROWID;
+
+-- The webhook secrets a rotation has still to re-encrypt.
+CREATE INDEX webhook_trigger_credentials_by_key_id ON webhook_trigger_credentials (key_id);
 
 -- Events or occurrences that matched a trigger; (account_id, trigger_id, activity_key) is unique,
 -- which makes firing exactly-once.

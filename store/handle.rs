@@ -18,6 +18,7 @@ use rusqlite::Connection;
 use crate::clock::Clock;
 use crate::commit::{Bounds, CommitStats, Writer};
 use crate::error::{self, Result};
+use crate::keys::KeyProvider;
 use crate::migrate::Outcome;
 use crate::pool::{Opener, Pool, Reader};
 use crate::schema;
@@ -63,6 +64,7 @@ struct Shared {
     read_only: bool,
     outcome: Outcome,
     clock: Arc<dyn Clock>,
+    keys: Arc<dyn KeyProvider>,
 }
 
 /// How a handle shares its connections ([`crate::OpenOptions`] sets them).
@@ -82,6 +84,7 @@ pub(crate) struct Parts {
     pub(crate) read_only: bool,
     pub(crate) outcome: Outcome,
     pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) keys: Arc<dyn KeyProvider>,
 }
 
 impl Store {
@@ -94,6 +97,7 @@ impl Store {
             read_only,
             outcome,
             clock,
+            keys,
         } = parts;
         crate::busy::install_with(&mut writer, sharing.busy_timeout)?;
         let checkpoint_due = crate::checkpoint::watch(&mut writer)?;
@@ -119,6 +123,7 @@ impl Store {
                 read_only,
                 outcome,
                 clock,
+                keys,
             }),
         })
     }
@@ -131,6 +136,14 @@ impl Store {
     /// The clock operations take "now" from.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.shared.clock
+    }
+
+    /// Where the secret encryption keys live ([`OpenOptions::key_provider`]; the database by
+    /// default).
+    ///
+    /// [`OpenOptions::key_provider`]: crate::OpenOptions::key_provider
+    pub fn key_provider(&self) -> &dyn KeyProvider {
+        &*self.shared.keys
     }
 
     /// The current time by the store's clock, in epoch milliseconds.

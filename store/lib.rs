@@ -62,6 +62,7 @@ pub mod gate;
 mod handle;
 pub mod ids;
 pub mod integrity;
+pub mod keys;
 pub mod migrate;
 mod open;
 pub mod paging;

@@ -11,6 +11,7 @@ use crate::commit::Bounds;
 use crate::error::{self, Error, Result};
 use crate::gate::{self, State};
 use crate::handle::{Parts, Sharing, Store};
+use crate::keys::{DatabaseKeyProvider, KeyProvider};
 use crate::migrate::{self, Outcome, Progress};
 use crate::pool::Opener;
 use crate::schema;
@@ -261,6 +262,7 @@ pub struct OpenOptions {
     clock: Arc<dyn Clock>,
     progress: Box<dyn FnMut(Progress<'_>)>,
     sharing: Sharing,
+    keys: Arc<dyn KeyProvider>,
 }
 
 impl Default for OpenOptions {
@@ -291,7 +293,33 @@ impl OpenOptions {
                     age: DEFAULT_BATCH_AGE,
                 },
             },
+            keys: Arc::new(DatabaseKeyProvider),
         }
+    }
+
+    /// Where the secret encryption keys live: the database ([`DatabaseKeyProvider`], the
+    /// default), an environment variable, a file, a command, or your own [`KeyProvider`] (a KMS,
+    /// the OS keychain). Keys already registered in the database are still read from it; the
+    /// provider serves the keys registered with its kind, and the first key or a rotation's new
+    /// key when it is not the database. See [`crate::keys`].
+    ///
+    /// ```no_run
+    /// use seed_agents_store::{keys::FileKeyProvider, Store};
+    /// let store = Store::options()
+    ///     .key_provider(FileKeyProvider::new("/etc/seed-agents/secret.key"))
+    ///     .open("data/agents.sqlite")?;
+    /// # Ok::<(), seed_agents_store::Error>(())
+    /// ```
+    pub fn key_provider(mut self, provider: impl KeyProvider + 'static) -> Self {
+        self.keys = Arc::new(provider);
+        self
+    }
+
+    /// [`OpenOptions::key_provider`] with a provider already boxed, e.g. from
+    /// [`provider_from_spec`](crate::keys::provider_from_spec).
+    pub fn boxed_key_provider(mut self, provider: Box<dyn KeyProvider>) -> Self {
+        self.keys = Arc::from(provider);
+        self
     }
 
     /// How many read connections the pool may open (at least 1): as many reads run at once.
@@ -364,6 +392,7 @@ impl OpenOptions {
             read_only: false,
             outcome,
             clock: self.clock,
+            keys: self.keys,
         };
         Store::assemble(parts, self.sharing)
             .map_err(|e| after_commit(e.at(&shared), &shared, outcome))
@@ -419,6 +448,7 @@ impl OpenOptions {
             read_only: true,
             outcome: Outcome::Current { version: latest },
             clock: self.clock,
+            keys: self.keys,
         };
         Store::assemble(parts, self.sharing)
     }

@@ -286,16 +286,24 @@ fn secret_names_and_values_are_bounded() {
 fn short_blobs_failed_tags_and_a_missing_key_are_distinct_errors() {
     let dir = tempfile::tempdir().unwrap();
     let (store, _) = open(&dir);
-    // No key yet: decrypting a blob is NoSecretKey, and creates no key.
+    // No key yet: decrypting a missing secret is NotFound, and creates no key.
     assert!(matches!(
-        secrets::open(&store.conn().unwrap(), &[0u8; 40]),
-        Err(Error::NoSecretKey)
+        store.decrypt_secret(A, "k"),
+        Err(Error::NotFound { .. })
     ));
     assert_eq!(key_count(&store), 0);
     store.set_secret(A, "k", b"value", None).unwrap();
+    let key = seed_agents_store::keys::EncryptionKey::from_bytes(
+        seed_agents_store::schema::server_config::get(&store.conn().unwrap(), KEY_CONFIG_NAME)
+            .unwrap()
+            .unwrap()
+            .value
+            .try_into()
+            .unwrap(),
+    );
     for len in [0, 5, 12] {
         assert!(matches!(
-            secrets::open(&store.conn().unwrap(), &vec![1u8; len]),
+            secrets::decrypt(&key, &vec![1u8; len]),
             Err(Error::SecretTooShort { .. })
         ));
     }
@@ -304,10 +312,11 @@ fn short_blobs_failed_tags_and_a_missing_key_are_distinct_errors() {
         .unwrap()
         .unwrap()
         .ciphertext;
+    assert_eq!(secrets::decrypt(&key, &blob).unwrap().expose(), b"value");
     let last = blob.len() - 1;
     blob[last] ^= 1;
     assert!(matches!(
-        secrets::open(&store.conn().unwrap(), &blob),
+        secrets::decrypt(&key, &blob),
         Err(Error::SecretTagMismatch)
     ));
     // Removing the key makes stored secrets undecryptable, and decrypting does not recreate it.

@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use seed_agents_store::cbor;
 use seed_agents_store::payload::*;
 use seed_agents_store::tools::{check_schema_shape, validate_document, Encoded};
-use seed_agents_store::{secrets, Error, Store};
+use seed_agents_store::{secrets, Error};
 
 const CASES: u32 = 1_000;
 
@@ -222,18 +222,16 @@ fn deeply_nested_input_is_an_error_or_a_value_never_a_stack_overflow() {
 
 #[test]
 fn no_blob_but_the_sealed_one_decrypts_and_none_panics() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("agents.sqlite")).unwrap();
-    // Storing a secret creates the server key, so sealing on the read-only connection below
-    // only reads it.
-    store.set_secret("acct", "key", b"v", None).unwrap();
-    let conn = &store.conn().unwrap();
-    let sealed = secrets::seal(conn, b"the value").unwrap();
-    assert_eq!(secrets::open(conn, &sealed).unwrap().expose(), b"the value");
+    let key = &seed_agents_store::keys::EncryptionKey::generate();
+    let sealed = secrets::encrypt(key, b"the value").unwrap();
+    assert_eq!(
+        secrets::decrypt(key, &sealed).unwrap().expose(),
+        b"the value"
+    );
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(CASES));
     runner
         .run(&vec(any::<u8>(), 0..96), |blob| {
-            prop_assert!(blob == sealed || secrets::open(conn, &blob).is_err());
+            prop_assert!(blob == sealed || secrets::decrypt(key, &blob).is_err());
             Ok(())
         })
         .unwrap();
@@ -247,7 +245,7 @@ fn no_blob_but_the_sealed_one_decrypts_and_none_panics() {
             } else {
                 blob[i] ^= mask;
             }
-            let opened = secrets::open(conn, &blob);
+            let opened = secrets::decrypt(key, &blob);
             prop_assert!(
                 matches!(
                     opened,

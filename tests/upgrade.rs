@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The newest version this suite was written for; the per-version tests below cover 0..LATEST.
-const LATEST: u32 = 31;
+const LATEST: u32 = 32;
 
 /// Rows inserted per table by [`fill`]. Every parent gets the same number of rows, and row n of a
 /// child references row n of each parent, so foreign-key columns that are part of a key (e.g.
@@ -438,6 +438,9 @@ fn expected_row(
         }
         let v = if table == "sessions" && c == "title_source" && k < 5 {
             text(title_source_v5(&e["title"]))
+        } else if c == "key_id" && k < 32 {
+            // Version 32 names the key of every encrypted row: the one key there was, key 1.
+            Value::Integer(1)
         } else {
             default_of(conn, table, c)
         };
@@ -478,6 +481,30 @@ fn compare_rows(table: &str, expected: &[Row], actual: &[Row], problems: &mut Ve
     }
 }
 
+/// The key registry version 32 starts: key 1 in the database, its fingerprint not yet known,
+/// whenever the file had the key or anything encrypted (its time is the migration's, taken from
+/// `actual`).
+fn keys_v32(before: &Snapshot, actual: &[Row]) -> Vec<Row> {
+    let has = |t: &str| before.get(t).is_some_and(|rows| !rows.is_empty());
+    let key = before.get("server_config").is_some_and(|rows| {
+        rows.iter()
+            .any(|r| r["key"] == text("secret_encryption_key_v1"))
+    });
+    if !(key || has("secrets") || has("webhook_trigger_credentials")) {
+        return Vec::new();
+    }
+    let created_at = actual
+        .first()
+        .map_or(Value::Null, |r| r["created_at"].clone());
+    vec![Row::from([
+        ("id".to_string(), Value::Integer(1)),
+        ("provider".to_string(), text("database")),
+        ("fingerprint".to_string(), Value::Null),
+        ("created_at".to_string(), created_at),
+        ("retired_at".to_string(), Value::Null),
+    ])]
+}
+
 /// Asserts that `conn` (at the latest version) holds exactly what `before` (at version `k`) held,
 /// transformed by the migrations after k: renamed columns, new columns at their defaults, the
 /// backfills of versions 5 and 11, the claims seeded at 26, the new version stamp.
@@ -504,6 +531,7 @@ fn assert_upgraded(k: u32, before: &Snapshot, conn: &Connection) {
             None if table == "trigger_event_claims" => {
                 claims_v26(before.get("trigger_firings").map_or(&[], Vec::as_slice))
             }
+            None if table == "secret_keys" => keys_v32(before, actual),
             None => Vec::new(),
         };
         compare_rows(table, &expected, actual, &mut problems);
@@ -835,6 +863,7 @@ upgrade_tests! {
     upgrade_from_v28: 28,
     upgrade_from_v29: 29,
     upgrade_from_v30: 30,
+    upgrade_from_v31: 31,
 }
 
 /// A fresh store's baseline is the SCHEMA_SQL the generated module exposes, and equals genesis
@@ -1260,8 +1289,8 @@ fn a_fresh_store_reopens_untouched() {
         snapshot(&raw)
     };
     let total: usize = before.values().map(Vec::len).sum();
-    assert_eq!(before.len(), 22, "tables at version {LATEST}");
-    assert_eq!(total, 22 * ROWS + 1);
+    assert_eq!(before.len(), 23, "tables at version {LATEST}");
+    assert_eq!(total, 23 * ROWS + 1);
     for _ in 0..2 {
         let store = open_expecting(
             &dir.path().join("fresh.sqlite"),

@@ -275,6 +275,21 @@ impl AsyncStore {
 async_operations! {
     fn set_durability(durability: Durability) -> ();
     fn table_counts() -> Vec<(&'static str, i64)>;
+    fn rotate_key(options: crate::keys::RotateOptions) -> crate::keys::RotationReport;
+}
+
+impl AsyncStore {
+    /// [`Store::move_key_out`] as a future, on the blocking pool; the target is owned, since it
+    /// moves to the pool.
+    ///
+    /// # Errors
+    /// As [`Store::move_key_out`].
+    pub async fn move_key_out(
+        &self,
+        target: Box<dyn crate::keys::KeyProvider>,
+    ) -> Result<crate::keys::MoveReport> {
+        self.call(move |store| store.move_key_out(&*target)).await
+    }
 }
 
 /// Runs `f` on the blocking pool. A panic in `f` resumes here, on the awaiting task, as if `f`

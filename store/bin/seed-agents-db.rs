@@ -9,6 +9,7 @@
 //! problems. Output goes through `writeln!`, so a closed pipe (`open | head -1`) ends the program
 //! quietly instead of panicking.
 
+mod keys;
 mod report;
 
 use clap::{Parser, Subcommand};
@@ -69,6 +70,25 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// Rotate the secret encryption key: a new key, every encrypted value re-encrypted in
+    /// batches, the old key retired. Run it again to resume an interrupted rotation.
+    RotateKey {
+        /// Where the keys live: database (the default), env:NAME, file:PATH or
+        /// command:PROGRAM [ARG]... (with an external provider, its first key is the new one).
+        #[arg(long, value_name = "SPEC")]
+        key_provider: Option<String>,
+        /// Rows re-encrypted per write.
+        #[arg(long, value_name = "N", default_value_t = seed_agents_store::keys::DEFAULT_ROTATION_BATCH)]
+        batch_rows: usize,
+    },
+    /// Move the secret encryption key out of the database (and its free pages) to env:NAME,
+    /// file:PATH (created with mode 600 when missing) or command:PROGRAM [ARG]..., which must
+    /// serve the same key.
+    MoveKey {
+        /// The provider that will hold the key.
+        #[arg(long, value_name = "SPEC")]
+        to: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -81,6 +101,11 @@ fn main() -> ExitCode {
         Command::Status => report::status(out, &path, format),
         Command::Check => report::check(out, &path, format),
         Command::Docs { out: dir } => report::docs(out, &dir),
+        Command::RotateKey {
+            key_provider,
+            batch_rows,
+        } => keys::rotate(out, &path, format, key_provider.as_deref(), batch_rows),
+        Command::MoveKey { to } => keys::move_out(out, &path, format, &to),
     };
     match result {
         Ok(code) => code,

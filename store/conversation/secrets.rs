@@ -1,10 +1,10 @@
-//! Encrypted secrets (`secrets`) and the server key (`server_config.secret_encryption_key_v1`).
+//! Encrypted secrets (`secrets`) and the cipher every encrypted column uses.
 //!
 //! This module owns the only path plaintext takes in and out of the database. Invariants:
-//! - the server key is 32 random bytes created at most once: [`seal`] runs `INSERT OR IGNORE`
-//!   then reads the key back inside the caller's write transaction, so two connections racing
-//!   for the first secret end up sharing one key; reading ([`open`], [`Store::decrypt_secret`])
-//!   never creates a key;
+//! - a value is encrypted under the current key of [`crate::keys`] and its row names that key
+//!   (`key_id`); the first key is created inside the write that stores the first secret, so two
+//!   connections racing for it end up sharing one key; reading ([`Store::decrypt_secret`]) never
+//!   creates a key;
 //! - a stored value is `nonce (12 random bytes) || ciphertext || tag (16 bytes)`, AES-256-GCM,
 //!   a fresh nonce per write;
 //! - a set is an upsert in one `BEGIN IMMEDIATE` transaction that keeps the row's id and
@@ -19,6 +19,8 @@ use rand::RngCore;
 use rusqlite::Connection;
 use zeroize::Zeroizing;
 
+use crate::keys::{registry, EncryptionKey, Ring};
+
 use crate::accounts;
 use crate::cbor::Cbor;
 use crate::check::invalid;
@@ -26,10 +28,11 @@ use crate::error::{Error, Result};
 use crate::ids;
 use crate::payload::SecretMetadata;
 use crate::query;
-use crate::schema::{secrets, server_config};
+use crate::schema::secrets;
 use crate::Store;
 
-/// The `server_config` key of the AES-256-GCM key.
+/// The `server_config` key of the original AES-256-GCM key (key 1 of `secret_keys`, kept under
+/// this name for as long as the database provider holds it).
 pub const KEY_CONFIG_NAME: &str = "secret_encryption_key_v1";
 /// The length of the random nonce that starts a stored value.
 pub const NONCE_BYTES: usize = 12;
@@ -75,8 +78,12 @@ pub struct SecretInfo {
     pub metadata: Option<Cbor<SecretMetadata>>,
     /// When the secret was first set.
     pub created_at: i64,
-    /// When it was last set.
+    /// When it was last set: when its value was last written.
     pub updated_at: i64,
+    /// The key that encrypted the value (`secret_keys.id`).
+    pub key_id: i64,
+    /// When a key rotation last re-encrypted the value; `None` when none has.
+    pub rotated_at: Option<i64>,
 }
 
 impl From<secrets::Row> for SecretInfo {
@@ -88,6 +95,8 @@ impl From<secrets::Row> for SecretInfo {
             metadata: row.metadata_cbor,
             created_at: row.created_at,
             updated_at: row.updated_at,
+            key_id: row.key_id,
+            rotated_at: row.rotated_at,
         }
     }
 }
@@ -111,52 +120,26 @@ fn check_value(value: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Reads the server key; `None` when there is none.
-fn read_key(conn: &Connection) -> Result<Option<Zeroizing<Vec<u8>>>> {
-    let Some(row) = server_config::get(conn, KEY_CONFIG_NAME)? else {
-        return Ok(None);
-    };
-    let key = Zeroizing::new(row.value);
-    if key.len() != 32 {
-        return Err(Error::SecretKeyMalformed { len: key.len() });
-    }
-    Ok(Some(key))
+fn cipher(key: &EncryptionKey) -> Aes256Gcm {
+    Aes256Gcm::new(key.bytes().into())
 }
 
-/// The server key, created (32 bytes from the OS generator) when missing. `INSERT OR IGNORE` then
-/// a read: whoever inserts first wins and everyone reads the winner's key. Call it inside a write
-/// transaction.
-fn ensure_key(conn: &Connection) -> Result<Zeroizing<Vec<u8>>> {
-    if let Some(key) = read_key(conn)? {
-        return Ok(key);
-    }
-    let mut fresh = Zeroizing::new(vec![0u8; 32]);
-    rand::rngs::OsRng.fill_bytes(&mut fresh);
-    query!(
-        "INSERT OR IGNORE INTO server_config (key, value) VALUES (?1, ?2)",
-        KEY_CONFIG_NAME,
-        fresh.as_slice()
-    )
-    .execute(conn)?;
-    read_key(conn)?.ok_or(Error::NoSecretKey)
-}
-
-fn cipher(key: &[u8]) -> Result<Aes256Gcm> {
-    Aes256Gcm::new_from_slice(key).map_err(|_| Error::SecretKeyMalformed { len: key.len() })
-}
-
-/// Encrypts `plaintext` under the server key (creating the key if this database has none) and
-/// returns `nonce || ciphertext || tag`. Call it inside a write transaction, so that the key it
-/// may create commits with the value it encrypts; [`Store::set_secret`] does, and so can other
-/// writers of encrypted columns (webhook credentials).
+/// Encrypts `plaintext` under `key`: `nonce || ciphertext || tag`, a fresh random nonce each
+/// time.
 ///
 /// # Errors
-/// [`Error::SecretKeyMalformed`] for a stored key that is not 32 bytes; [`Error::Invalid`]
-/// (`value`) for a value over [`MAX_VALUE_BYTES`]; [`Error::Sqlite`] otherwise.
-pub fn seal(conn: &Connection, plaintext: &[u8]) -> Result<Vec<u8>> {
+/// [`Error::Invalid`] (`value`) for a value over [`MAX_VALUE_BYTES`].
+///
+/// ```
+/// use seed_agents_store::{keys::EncryptionKey, secrets};
+/// let key = EncryptionKey::generate();
+/// let blob = secrets::encrypt(&key, b"hunter2")?;
+/// assert_eq!(secrets::decrypt(&key, &blob)?.expose(), b"hunter2");
+/// assert!(secrets::decrypt(&EncryptionKey::generate(), &blob).is_err());
+/// # Ok::<(), seed_agents_store::Error>(())
+/// ```
+pub fn encrypt(key: &EncryptionKey, plaintext: &[u8]) -> Result<Vec<u8>> {
     check_value(plaintext)?;
-    let key = ensure_key(conn)?;
-    let cipher = cipher(&key)?;
     let mut blob = Zeroizing::new(Vec::with_capacity(
         NONCE_BYTES + plaintext.len() + TAG_BYTES,
     ));
@@ -164,7 +147,7 @@ pub fn seal(conn: &Connection, plaintext: &[u8]) -> Result<Vec<u8>> {
     rand::rngs::OsRng.fill_bytes(&mut blob[..NONCE_BYTES]);
     blob.extend_from_slice(plaintext);
     let (nonce, body) = blob.split_at_mut(NONCE_BYTES);
-    let tag = cipher
+    let tag = cipher(key)
         .encrypt_in_place_detached(Nonce::from_slice(nonce), b"", body)
         .map_err(|_| invalid("value", "cannot be encrypted"))?;
     blob.extend_from_slice(&tag);
@@ -172,14 +155,12 @@ pub fn seal(conn: &Connection, plaintext: &[u8]) -> Result<Vec<u8>> {
     Ok(std::mem::take(&mut *blob))
 }
 
-/// Decrypts a stored `nonce || ciphertext || tag` blob under the server key. Never creates a key.
+/// Decrypts a `nonce || ciphertext || tag` blob under `key`.
 ///
 /// # Errors
 /// [`Error::SecretTooShort`] for a blob that cannot hold a nonce and a tag,
-/// [`Error::NoSecretKey`] when the database has no key, [`Error::SecretKeyMalformed`] for a key
-/// that is not 32 bytes, [`Error::SecretTagMismatch`] when the tag does not verify,
-/// [`Error::Sqlite`] otherwise.
-pub fn open(conn: &Connection, blob: &[u8]) -> Result<SecretPlaintext> {
+/// [`Error::SecretTagMismatch`] when the tag does not verify.
+pub fn decrypt(key: &EncryptionKey, blob: &[u8]) -> Result<SecretPlaintext> {
     let min = NONCE_BYTES + TAG_BYTES;
     if blob.len() < min {
         return Err(Error::SecretTooShort {
@@ -187,12 +168,10 @@ pub fn open(conn: &Connection, blob: &[u8]) -> Result<SecretPlaintext> {
             min,
         });
     }
-    let key = read_key(conn)?.ok_or(Error::NoSecretKey)?;
-    let cipher = cipher(&key)?;
     let (nonce, rest) = blob.split_at(NONCE_BYTES);
     let (body, tag) = rest.split_at(rest.len() - TAG_BYTES);
     let mut buffer = SecretPlaintext(Zeroizing::new(body.to_vec()));
-    cipher
+    cipher(key)
         .decrypt_in_place_detached(
             Nonce::from_slice(nonce),
             b"",
@@ -201,6 +180,57 @@ pub fn open(conn: &Connection, blob: &[u8]) -> Result<SecretPlaintext> {
         )
         .map_err(|_| Error::SecretTagMismatch)?;
     Ok(buffer)
+}
+
+/// A value encrypted for storing: the blob and the key that encrypted it.
+pub(crate) struct Sealed {
+    /// `nonce || ciphertext || tag`.
+    pub(crate) ciphertext: Vec<u8>,
+    /// The key's id in `secret_keys`, for the row's `key_id`.
+    pub(crate) key_id: i64,
+}
+
+/// Encrypts `plaintext` under the current key, creating the first key if there is none (see
+/// [`crate::keys`]). Call it inside a write transaction, so that the key it may create commits
+/// with the value it encrypts; [`Store::set_secret`] does, and so do the other writers of
+/// encrypted columns (MCP header secrets, webhook credentials).
+///
+/// # Errors
+/// [`Error::Invalid`] (`value`) for a value over [`MAX_VALUE_BYTES`]; the key's errors
+/// ([`Error::NoSecretKey`], [`Error::KeyNotServed`], the provider's); [`Error::Sqlite`].
+pub(crate) fn seal(
+    conn: &Connection,
+    ring: &mut Ring<'_>,
+    now: i64,
+    plaintext: &[u8],
+) -> Result<Sealed> {
+    check_value(plaintext)?;
+    let (key_id, key) = registry::for_sealing(conn, ring, now)?;
+    Ok(Sealed {
+        ciphertext: encrypt(&key, plaintext)?,
+        key_id,
+    })
+}
+
+/// Decrypts a stored blob under the key its row names (`key_id`). Never creates a key.
+///
+/// # Errors
+/// As [`decrypt`], and [`Error::NoSecretKey`], [`Error::KeyNotServed`] or the provider's error
+/// when the key is not to be had.
+pub(crate) fn open(
+    conn: &Connection,
+    ring: &mut Ring<'_>,
+    key_id: i64,
+    blob: &[u8],
+) -> Result<SecretPlaintext> {
+    let min = NONCE_BYTES + TAG_BYTES;
+    if blob.len() < min {
+        return Err(Error::SecretTooShort {
+            len: blob.len(),
+            min,
+        });
+    }
+    decrypt(&registry::for_row(conn, ring, key_id)?, blob)
 }
 
 impl Store {
@@ -221,13 +251,15 @@ impl Store {
         // Checked before the metadata is encoded, so a too long value is refused as such.
         check_value(value)?;
         let metadata = metadata.map(Cbor::encode).transpose()?;
+        let mut ring = Ring::fetch(self.key_provider());
         let row = self.write(|tx, now| {
             accounts::touch(tx, account_id, now)?;
-            let ciphertext = seal(tx, value)?;
+            let sealed = seal(tx, &mut ring, now, value)?;
             let row = match secrets::get_by_name(tx, account_id, name)? {
                 Some(existing) => {
                     let row = secrets::Row {
-                        ciphertext,
+                        ciphertext: sealed.ciphertext,
+                        key_id: sealed.key_id,
                         metadata_cbor: metadata,
                         updated_at: now,
                         ..existing
@@ -240,10 +272,12 @@ impl Store {
                         id: ids::new_id(),
                         account_id: account_id.into(),
                         name: name.into(),
-                        ciphertext,
+                        ciphertext: sealed.ciphertext,
                         metadata_cbor: metadata,
                         created_at: now,
                         updated_at: now,
+                        key_id: sealed.key_id,
+                        rotated_at: None,
                     };
                     secrets::insert(tx, &row)?;
                     row
@@ -302,6 +336,7 @@ impl Store {
                 id: name.into(),
             }
         })?;
-        open(&*self.conn()?, &row.ciphertext)
+        let mut ring = Ring::fetch(self.key_provider());
+        open(&*self.conn()?, &mut ring, row.key_id, &row.ciphertext)
     }
 }

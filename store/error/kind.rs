@@ -104,7 +104,13 @@ impl Error {
             | Error::NotAFilePath { .. }
             | Error::HotJournal { .. }
             | Error::Io { .. }
-            | Error::StateDirNotRemoved { .. } => ErrorKind::Storage,
+            | Error::StateDirNotRemoved { .. }
+            | Error::KeyNotServed { .. }
+            | Error::KeyEnvUnset { .. }
+            | Error::KeyFileExposed { .. }
+            | Error::KeyFileUnreadable { .. }
+            | Error::KeyCommandSpawn { .. }
+            | Error::KeyCommandFailed { .. } => ErrorKind::Storage,
             Error::Migration { source, .. } | Error::AfterCommit { source, .. } => source.kind(),
             Error::Sqlite(e) => sqlite_kind(e),
             Error::NotFound { .. } => ErrorKind::NotFound,
@@ -115,11 +121,14 @@ impl Error {
             | Error::SecretTagMismatch
             | Error::NoSecretKey
             | Error::SecretKeyMalformed { .. }
+            | Error::KeyMalformed { .. }
             | Error::Cbor(_) => ErrorKind::Invalid,
             Error::Conflict { .. }
             | Error::LeaseLost { .. }
             | Error::JournalCap { .. }
-            | Error::ToolNotDeletable { .. } => ErrorKind::Conflict,
+            | Error::ToolNotDeletable { .. }
+            | Error::NoNewKey { .. }
+            | Error::KeyMoveRefused { .. } => ErrorKind::Conflict,
             Error::NoRows { .. } => ErrorKind::Internal,
         }
     }

@@ -188,7 +188,7 @@ pub enum Error {
     /// altered, or written under another key).
     #[error("secret ciphertext does not authenticate under the server key")]
     SecretTagMismatch,
-    /// `server_config` holds no `secret_encryption_key_v1`, so nothing can be decrypted
+    /// `server_config` holds no `secret_encryption_key_v1` (key 1), so nothing under it can be decrypted
     /// (decrypting never creates a key).
     #[error("server_config has no secret_encryption_key_v1: no secret can be decrypted")]
     NoSecretKey,
@@ -197,6 +197,82 @@ pub enum Error {
     SecretKeyMalformed {
         /// The stored value's length.
         len: usize,
+    },
+    /// A registered key (`secret_keys`) is not where its provider should serve it: the
+    /// database no longer holds it, or the configured provider's ring has no key with its
+    /// fingerprint (another key, or a rotation's old key removed too early).
+    #[error("secret key {id} (fingerprint {}) is not served by {provider}", fingerprint.as_deref().unwrap_or("unrecorded"))]
+    KeyNotServed {
+        /// The key's id in `secret_keys`.
+        id: i64,
+        /// Where it was looked for (`database`, `env:NAME`, `file:PATH`, `command:...`).
+        provider: String,
+        /// Its recorded fingerprint.
+        fingerprint: Option<String>,
+    },
+    /// A key provider's text is not a key ring (64 hex digits per key). The text is never
+    /// printed.
+    #[error("the key from {provider} is malformed: {detail}")]
+    KeyMalformed {
+        /// The provider (`env:NAME`, `file:PATH`, `command:...`).
+        provider: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// The environment variable of an [`EnvKeyProvider`](crate::keys::EnvKeyProvider) is not set
+    /// (or not Unicode).
+    #[error("the key variable {name} is not set")]
+    KeyEnvUnset {
+        /// The variable.
+        name: String,
+    },
+    /// A key file group or others can access is refused before it is read.
+    #[error("the key file {} has mode {mode:o}: group or others can access it; chmod 600 it", path.display())]
+    KeyFileExposed {
+        /// The key file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// A key file cannot be read, or created when a key is moved to it.
+    #[error("the key file {} cannot be used: {source}", path.display())]
+    KeyFileUnreadable {
+        /// The key file.
+        path: PathBuf,
+        /// The file-system error.
+        source: std::io::Error,
+    },
+    /// A key command could not be started.
+    #[error("the key command `{command}` could not be run: {source}")]
+    KeyCommandSpawn {
+        /// The program and its arguments.
+        command: String,
+        /// Why it did not start.
+        source: std::io::Error,
+    },
+    /// A key command exited unsuccessfully.
+    #[error("the key command `{command}` failed: {status}")]
+    KeyCommandFailed {
+        /// The program and its arguments.
+        command: String,
+        /// How it exited (`exit status: 1`, `signal: 9`).
+        status: String,
+    },
+    /// A rotation needs a new key and the configured provider offers none: its ring's first key
+    /// is already registered. Put the new key first in the ring, keeping the old one after it.
+    #[error("{provider} offers no new key to rotate to: put the new key first, the current one after it")]
+    NoNewKey {
+        /// The provider.
+        provider: String,
+    },
+    /// Moving the key out of the database is not possible now (a rotation in progress, no key
+    /// in the database, a target that is the database).
+    #[error("the secret key cannot be moved to {target}: {reason}")]
+    KeyMoveRefused {
+        /// The target provider.
+        target: String,
+        /// Why.
+        reason: String,
     },
     /// An agent was deleted (the transaction committed and is not undone), but its state
     /// directory could not be removed from disk.

@@ -90,6 +90,8 @@ impl Store {
     pub fn create_trigger(&self, new: &NewTrigger) -> Result<TriggerWrite> {
         let name = trigger_name(&new.name)?;
         validate_source(&new.source)?;
+        let webhook = matches!(new.source, AgentTriggerSource::Webhook(_));
+        let mut ring = crate::keys::Ring::fetch_if(self.key_provider(), webhook);
         self.write(|tx, now| {
             if agents::get(tx, &new.account_id, &new.agent_id)?.is_none() {
                 return Err(Error::NotFound {
@@ -131,7 +133,9 @@ impl Store {
             };
             agent_triggers::insert(tx, &row)?;
             let webhook_secret = match new.source {
-                AgentTriggerSource::Webhook(_) => Some(webhook::create_credential(tx, &row, now)?),
+                AgentTriggerSource::Webhook(_) => {
+                    Some(webhook::create_credential(tx, &mut ring, &row, now)?)
+                }
                 _ => None,
             };
             Ok(TriggerWrite {
@@ -157,6 +161,8 @@ impl Store {
         if let Some(source) = &patch.source {
             validate_source(source)?;
         }
+        let webhook = matches!(patch.source, Some(AgentTriggerSource::Webhook(_)));
+        let mut ring = crate::keys::Ring::fetch_if(self.key_provider(), webhook);
         self.write(|tx, now| {
             let mut row = load_trigger(tx, account_id, id)?;
             check_mutable(&row)?;
@@ -182,7 +188,7 @@ impl Store {
                     has_credential,
                 ) {
                     (true, false) => {
-                        webhook_secret = Some(webhook::create_credential(tx, &row, now)?)
+                        webhook_secret = Some(webhook::create_credential(tx, &mut ring, &row, now)?)
                     }
                     (false, true) => {
                         crate::schema::webhook_trigger_credentials::delete(tx, account_id, id)?;

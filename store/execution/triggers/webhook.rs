@@ -13,6 +13,7 @@ use zeroize::Zeroizing;
 
 use crate::check::invalid;
 use crate::error::{Error, Result};
+use crate::keys::Ring;
 use crate::payload::TriggerActivity;
 use crate::schema::{agent_triggers, webhook_trigger_credentials};
 use crate::triggers::checks::{check_mutable, load_trigger};
@@ -49,22 +50,25 @@ pub fn body_digest(body: &[u8]) -> String {
 /// `whsec_` + hex, hashed and sealed.
 pub(crate) fn create_credential(
     conn: &Connection,
+    ring: &mut Ring<'_>,
     trigger: &agent_triggers::Row,
     now: i64,
 ) -> Result<WebhookSecret> {
     let mut bytes = Zeroizing::new([0u8; 32]);
     rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, bytes.as_mut());
     let secret = Zeroizing::new(format!("whsec_{}", hex::encode(bytes.as_ref())));
-    let ciphertext = crate::secrets::seal(conn, secret.as_bytes())?;
+    let sealed = crate::secrets::seal(conn, ring, now, secret.as_bytes())?;
     webhook_trigger_credentials::insert(
         conn,
         &webhook_trigger_credentials::Row {
             trigger_id: trigger.id.clone(),
             account_id: trigger.account_id.clone(),
             secret_hash: secret_hash(secret.as_bytes()),
-            secret_ciphertext: ciphertext,
+            secret_ciphertext: sealed.ciphertext,
             created_at: now,
             updated_at: now,
+            key_id: sealed.key_id,
+            rotated_at: None,
         },
     )?;
     Ok(WebhookSecret(secret))
@@ -90,7 +94,13 @@ impl Store {
     /// the ciphertext does not open under the server key.
     pub fn webhook_secret(&self, account_id: &str, trigger_id: &str) -> Result<WebhookSecret> {
         let row = credential(&*self.conn()?, account_id, trigger_id)?;
-        let plain = crate::secrets::open(&*self.conn()?, &row.secret_ciphertext)?;
+        let mut ring = Ring::fetch(self.key_provider());
+        let plain = crate::secrets::open(
+            &*self.conn()?,
+            &mut ring,
+            row.key_id,
+            &row.secret_ciphertext,
+        )?;
         let text = plain
             .expose_str()
             .ok_or_else(|| invalid("secret_ciphertext", "does not decrypt to text"))?;
@@ -155,12 +165,13 @@ impl Store {
         account_id: &str,
         trigger_id: &str,
     ) -> Result<WebhookSecret> {
+        let mut ring = Ring::fetch(self.key_provider());
         self.write(|tx, now| {
             let old = credential(tx, account_id, trigger_id)?;
             let trigger = load_trigger(tx, account_id, trigger_id)?;
             check_mutable(&trigger)?;
             webhook_trigger_credentials::delete(tx, account_id, trigger_id)?;
-            let secret = create_credential(tx, &trigger, now)?;
+            let secret = create_credential(tx, &mut ring, &trigger, now)?;
             query!(
                 "UPDATE webhook_trigger_credentials SET created_at = ?3 WHERE account_id = ?1 AND trigger_id = ?2",
                 account_id,

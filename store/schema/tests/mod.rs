@@ -242,7 +242,8 @@ fn run(
     }
 }
 
-/// A fresh database holding the parents the rows under test point at: accounts A and B, agent-1,
+/// A fresh database holding the parents the rows under test point at: secret keys 1 and 2,
+/// accounts A and B, agent-1,
 /// session-1, trigger-1, firing-1 and run-1 in A, and agent-b, session-b in B.
 fn world() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
@@ -253,6 +254,16 @@ fn world() -> (tempfile::TempDir, Store) {
         .query_row("PRAGMA foreign_keys", (), |row| row.get(0))
         .unwrap();
     assert!(on, "foreign keys are enforced");
+    for id in [1, 2] {
+        let key = secret_keys::Row {
+            id,
+            provider: secret_keys::Provider::Database,
+            fingerprint: Some(format!("fingerprint-{id}")),
+            created_at: T,
+            retired_at: None,
+        };
+        secret_keys::insert(conn, &key).unwrap();
+    }
     accounts::insert(conn, &account(A)).unwrap();
     accounts::insert(conn, &account(B)).unwrap();
     agents::insert(conn, &agent("agent-1", A)).unwrap();

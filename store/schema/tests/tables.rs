@@ -9,6 +9,17 @@ round_trips! {
         row: server_config::Row { key: "test-key".into(), value: vec![0, 1, 2, 255] },
         update: |r| { r.value = b"changed".to_vec(); },
     );
+    secret_keys => case!(
+        secret_keys, unscoped, key(7), lists[], uniques[get_by_fingerprint("00ff")],
+        row: secret_keys::Row {
+            id: 7,
+            provider: secret_keys::Provider::Command,
+            fingerprint: Some("00ff".into()),
+            created_at: T,
+            retired_at: Some(T + 1),
+        },
+        update: |r| { r.retired_at = Some(T + 2); r.provider = secret_keys::Provider::Env; },
+    );
     accounts => case!(
         accounts, unscoped, key("acct-c"), lists[], uniques[],
         row: account("acct-c"),
@@ -61,9 +72,13 @@ round_trips! {
             metadata_cbor: Some(enc(&SecretMetadata(open([("kind", s("api-key"))])))),
             created_at: T,
             updated_at: T + 1,
+            key_id: 1,
+            rotated_at: Some(T + 1),
         },
         update: |r| {
             r.ciphertext = vec![7; 41];
+            r.key_id = 2;
+            r.rotated_at = Some(T + 2);
             r.metadata_cbor = Some(enc(&SecretMetadata::default()));
         },
     );
@@ -333,8 +348,12 @@ round_trips! {
             secret_ciphertext: vec![1; 44],
             created_at: T,
             updated_at: T + 1,
+            key_id: 1,
+            rotated_at: Some(T + 1),
         },
         update: |r| {
+            r.key_id = 2;
+            r.rotated_at = Some(T + 2);
             r.secret_hash = "sha256:rotated".into();
             r.updated_at += 1;
         },
@@ -405,5 +424,5 @@ fn every_table_has_a_round_trip() {
         covered, tables,
         "every table in schema::TABLES needs a case in round_trips!"
     );
-    assert_eq!(tables.len(), 22);
+    assert_eq!(tables.len(), 23);
 }

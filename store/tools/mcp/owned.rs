@@ -9,6 +9,7 @@ use rusqlite::Connection;
 use crate::cbor::Cbor;
 use crate::error::Result;
 use crate::ids;
+use crate::keys::Ring;
 use crate::payload::{Ipld, McpServerConfig, OpenMap, SecretMetadata};
 use crate::query;
 use crate::schema::secrets;
@@ -34,8 +35,10 @@ pub(super) fn owned_secrets(name: &str, config: &McpServerConfig) -> Vec<String>
 
 /// Writes the secret `name` (an upsert keeping id and `created_at`), encrypted with the
 /// secrets module's [`seal`](crate::secrets::seal), inside the caller's transaction.
+#[allow(clippy::too_many_arguments)] // the transaction's, the key's and the secret's parts
 pub(super) fn put_secret(
     conn: &Connection,
+    ring: &mut Ring<'_>,
     now: i64,
     account_id: &str,
     server: &str,
@@ -43,7 +46,7 @@ pub(super) fn put_secret(
     name: &str,
     value: &str,
 ) -> Result<()> {
-    let ciphertext = crate::secrets::seal(conn, value.as_bytes())?;
+    let sealed = crate::secrets::seal(conn, ring, now, value.as_bytes())?;
     let mut metadata = OpenMap::new();
     metadata.insert("mcpServer".into(), Ipld::String(server.into()));
     metadata.insert("header".into(), Ipld::String(header.into()));
@@ -53,7 +56,8 @@ pub(super) fn put_secret(
             secrets::update(
                 conn,
                 &secrets::Row {
-                    ciphertext,
+                    ciphertext: sealed.ciphertext,
+                    key_id: sealed.key_id,
                     metadata_cbor,
                     updated_at: now,
                     ..existing
@@ -66,10 +70,12 @@ pub(super) fn put_secret(
                 id: ids::new_id(),
                 account_id: account_id.into(),
                 name: name.into(),
-                ciphertext,
+                ciphertext: sealed.ciphertext,
                 metadata_cbor,
                 created_at: now,
                 updated_at: now,
+                key_id: sealed.key_id,
+                rotated_at: None,
             },
         )?,
     }

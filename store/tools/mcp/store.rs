@@ -18,6 +18,7 @@ use super::config::{check_server_name, checked_config};
 use super::owned::{delete_secret, owned_secret_name, owned_secrets, put_secret};
 use super::projection::{check_tools, sync, Projection};
 use super::{McpDeletion, McpServerInput, Row, STATE_CONNECTED, STATE_ERROR};
+use crate::keys::Ring;
 
 fn server_not_found(name: &str) -> Error {
     Error::NotFound {
@@ -49,6 +50,7 @@ impl Store {
         check_server_name(name)?;
         let config = checked_config(name, input)?;
         let config_cbor = Cbor::encode(&config)?;
+        let mut ring = Ring::fetch_if(self.key_provider(), !input.secret_headers.is_empty());
         self.write(|tx, now| {
             accounts::touch(tx, account_id, now)?;
             if mcp_servers::get_by_name(tx, account_id, name)?.is_some() {
@@ -60,7 +62,7 @@ impl Store {
             }
             for (header, value) in &input.secret_headers {
                 let secret = owned_secret_name(name, header);
-                put_secret(tx, now, account_id, name, header, &secret, value)?;
+                put_secret(tx, &mut ring, now, account_id, name, header, &secret, value)?;
             }
             let row = Row {
                 id: ids::new_id(),
@@ -94,6 +96,7 @@ impl Store {
     ) -> Result<Row> {
         let config = checked_config(name, input)?;
         let config_cbor = Cbor::encode(&config)?;
+        let mut ring = Ring::fetch_if(self.key_provider(), !input.secret_headers.is_empty());
         self.write(|tx, now| {
             let existing = server_in(tx, account_id, name)?;
             let before: McpServerConfig = existing.config_cbor.decode()?;
@@ -105,7 +108,7 @@ impl Store {
             }
             for (header, value) in &input.secret_headers {
                 let secret = owned_secret_name(name, header);
-                put_secret(tx, now, account_id, name, header, &secret, value)?;
+                put_secret(tx, &mut ring, now, account_id, name, header, &secret, value)?;
             }
             let row = Row {
                 config_cbor,
