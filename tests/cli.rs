@@ -391,3 +391,80 @@ fn a_migration_shows_its_steps_when_stderr_is_a_terminal() {
         .unwrap();
     assert!(!stdout(&o).contains("rows"), "{}", stdout(&o));
 }
+
+#[test]
+fn rotate_key_and_move_key_report_in_text_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("k.sqlite");
+    let store = seed_agents_store::Store::open(&db).unwrap();
+    for i in 0..5 {
+        store
+            .set_secret("acct", &format!("s{i}"), b"v", None)
+            .unwrap();
+    }
+    drop(store);
+    let db_arg = db.to_str().unwrap();
+    let o = run(
+        dir.path(),
+        &[
+            "--db-path",
+            db_arg,
+            "--json",
+            "rotate-key",
+            "--batch-rows",
+            "2",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(doc["key_id"], 2);
+    assert_eq!(doc["rotated"]["secrets"], 5);
+    assert_eq!(doc["batches"], 3);
+    assert_eq!(doc["retired"], serde_json::json!([1]));
+    assert_eq!(doc["complete"], true);
+    // Progress goes to stderr, one line per batch.
+    assert_eq!(stderr(&o).lines().count(), 3, "{}", stderr(&o));
+    let o = run(dir.path(), &["--db-path", db_arg, "rotate-key"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("rotated to key 3\n"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains("retired keys: 2\ncomplete\n"),
+        "{}",
+        stdout(&o)
+    );
+
+    let key_file = dir.path().join("secret.key");
+    let to = format!("file:{}", key_file.display());
+    let o = run(
+        dir.path(),
+        &["--db-path", db_arg, "move-key", "--to", &to],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("key 3 (fingerprint "),
+        "{}",
+        stdout(&o)
+    );
+    assert!(key_file.exists());
+    // The key is out: a rotation through the file provider needs a new key in the file first.
+    let o = run(
+        dir.path(),
+        &["--db-path", db_arg, "rotate-key", "--key-provider", &to],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("offers no new key"), "{}", stderr(&o));
+    let o = run(
+        dir.path(),
+        &["--db-path", db_arg, "move-key", "--to", "vault:x"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("key_provider"), "{}", stderr(&o));
+}

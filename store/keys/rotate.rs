@@ -120,7 +120,7 @@ pub struct RotationReport {
     pub complete: bool,
 }
 
-/// Rows of `table` still under a key older than `key_id`.
+/// Rows of every encrypted table still under a key older than `key_id`.
 fn remaining(conn: &Connection, key_id: i64) -> Result<u64> {
     let n = query!(
         "SELECT CAST((SELECT count(*) FROM secrets WHERE key_id < ?1) \
