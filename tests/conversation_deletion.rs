@@ -204,8 +204,14 @@ fn deleting_an_agent_removes_what_it_owns_detaches_history_and_its_state_dir() {
     )
     .unwrap();
     conn.execute(
+        "INSERT INTO secret_keys (id, provider, created_at) VALUES (1, 'database', ?1)",
+        rusqlite::params![T],
+    )
+    .unwrap();
+    conn.execute(
         "INSERT INTO webhook_trigger_credentials (trigger_id, account_id, secret_hash, \
-         secret_ciphertext, created_at, updated_at) VALUES ('tx', ?1, 'h', x'00', ?2, ?2)",
+         secret_ciphertext, created_at, updated_at, key_id) \
+         VALUES ('tx', ?1, 'h', x'00', ?2, ?2, 1)",
         rusqlite::params![A, T],
     )
     .unwrap();
