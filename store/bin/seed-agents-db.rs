@@ -74,7 +74,7 @@ enum Command {
     /// batches, the old key retired. Run it again to resume an interrupted rotation.
     RotateKey {
         /// Where the keys live: database (the default), env:NAME, file:PATH or
-        /// command:PROGRAM [ARG]... (with an external provider, its first key is the new one).
+        /// command:PROGRAM ARGS... (with an external provider, its first key is the new one).
         #[arg(long, value_name = "SPEC")]
         key_provider: Option<String>,
         /// Rows re-encrypted per write.
@@ -82,7 +82,7 @@ enum Command {
         batch_rows: usize,
     },
     /// Move the secret encryption key out of the database (and its free pages) to env:NAME,
-    /// file:PATH (created with mode 600 when missing) or command:PROGRAM [ARG]..., which must
+    /// file:PATH (created with mode 600 when missing) or command:PROGRAM ARGS..., which must
     /// serve the same key.
     MoveKey {
         /// The provider that will hold the key.

@@ -239,7 +239,8 @@ impl Store {
     /// server key on first use (see the module doc).
     ///
     /// # Errors
-    /// [`Error::Invalid`] (`name`, `value`, `account_id`); as [`seal`] otherwise.
+    /// [`Error::Invalid`] (`name`, `value`, `account_id`); the key's errors
+    /// ([`Error::NoSecretKey`], [`Error::KeyNotServed`], the provider's); [`Error::Sqlite`].
     pub fn set_secret(
         &self,
         account_id: &str,
@@ -327,7 +328,9 @@ impl Store {
     /// store. Never creates a key.
     ///
     /// # Errors
-    /// [`Error::NotFound`] (`secret`) when there is no such secret; as [`open`] otherwise.
+    /// [`Error::NotFound`] (`secret`) when there is no such secret; the key's errors
+    /// ([`Error::NoSecretKey`], [`Error::KeyNotServed`], the provider's);
+    /// [`Error::SecretTooShort`], [`Error::SecretTagMismatch`]; [`Error::Sqlite`].
     pub fn decrypt_secret(&self, account_id: &str, name: &str) -> Result<SecretPlaintext> {
         let name = name.trim();
         let row = secrets::get_by_name(&self.conn()?, account_id, name)?.ok_or_else(|| {

@@ -3,7 +3,7 @@
 //!
 //! Invariant: the secret is stored twice and never in plaintext: `secret_hash` (SHA-256, hex),
 //! which deliveries are verified against in constant time, and `secret_ciphertext`, sealed with
-//! the server key by [`crate::secrets::seal`] so editors can read it back. Both are written in the
+//! the current key (see [`crate::keys`]) so editors can read it back. Both are written in the
 //! transaction that creates (or converts) the trigger.
 
 use rusqlite::Connection;
