@@ -62,6 +62,7 @@ pub mod gate;
 mod handle;
 pub mod ids;
 pub mod integrity;
+mod maintenance;
 pub mod migrate;
 mod open;
 pub mod paging;
@@ -79,6 +80,7 @@ pub use conversation::{
 pub use dynamic::FromRow;
 pub use error::{Error, ErrorKind, Refusal, Result};
 pub use execution::{journal, lease, runs, triggers, waits, watermarks};
+pub use maintenance::{prune, retention};
 // The query-plan registry, for the plan tests and benchmarks only.
 #[doc(hidden)]
 pub use execution::plans;
