@@ -33,8 +33,8 @@
 //!
 //! Every feature is off by default.
 //!
-//! - `cli`: the `seed-agents-db` binary (open, status, check, docs; `--json` for scripts). The
-//!   library never needs it, so a dependency without it compiles no CLI parser.
+//! - `cli`: the `seed-agents-db` binary (open, status, check, docs, retention, prune; `--json` for
+//!   scripts). The library never needs it, so a dependency without it compiles no CLI parser.
 //! - `serde`: `Serialize` and `Deserialize` for every generated `Row` (each field named by its SQL
 //!   column, e.g. `account_id`; a [`cbor::Cbor`] payload as its stored bytes, so a row round trips
 //!   exactly), every generated enum (as the text stored in its column; any other text is

@@ -164,8 +164,8 @@ fn policies_are_checked_stored_and_shared() {
     assert!(!f.store.clear_retention_policy(Kind::SessionEvents).unwrap());
     assert!(matches!(
         f.store.prune(&PruneOptions {
-            dry_run: false,
-            batch_rows: 0
+            batch_rows: 0,
+            ..PruneOptions::default()
         }),
         Err(Error::Invalid {
             field: "options.batch_rows",
@@ -197,8 +197,8 @@ fn old_sessions_keep_their_newest_events_and_seq_goes_on() {
     let report = f
         .store
         .prune(&PruneOptions {
-            dry_run: false,
             batch_rows: 2,
+            ..PruneOptions::default()
         })
         .unwrap();
     assert_eq!(report.removed, would.removed);
@@ -333,8 +333,8 @@ fn run_trees_go_whole_and_only_when_every_run_ended_long_ago() {
     let report = f
         .store
         .prune(&PruneOptions {
-            dry_run: false,
             batch_rows: 3,
+            ..PruneOptions::default()
         })
         .unwrap();
     assert_eq!(report.removed, would.removed);
@@ -374,8 +374,8 @@ fn journals_of_runs_that_ended_long_ago_go_and_the_runs_stay() {
     let report = f
         .store
         .prune(&PruneOptions {
-            dry_run: false,
             batch_rows: 2,
+            ..PruneOptions::default()
         })
         .unwrap();
     assert_eq!(report.removed["run_journal"], 5);
@@ -423,12 +423,16 @@ fn idempotency_rows_go_once_past_their_replay_window() {
     let report = f
         .store
         .prune(&PruneOptions {
-            dry_run: false,
             batch_rows: 3,
+            ..PruneOptions::default()
         })
         .unwrap();
     assert_eq!(report.removed["action_idempotency"], 10);
     assert_eq!(report.batches, 4, "3 + 3 + 3 + 1");
+    assert_eq!(
+        count(&f.store, "SELECT count(*) FROM action_idempotency"),
+        1
+    );
     // Inside its window a retry still replays; outside, the id is free again.
     let replay: Option<u64> = f
         .store
@@ -459,4 +463,35 @@ fn a_prune_gives_the_freed_pages_back_to_the_file() {
     assert!(report.pages_freed > 0);
     assert_eq!(count(&f.store, "PRAGMA freelist_count"), 0);
     assert_clean(&f);
+}
+
+#[test]
+fn a_prune_spread_over_calls_removes_the_same_rows() {
+    let f = fixture();
+    let s = f.session("s-1");
+    events(&f, &s, 10);
+    f.clock.advance(40 * DAY);
+    f.store
+        .set_retention_policy(Kind::SessionEvents, &RetentionPolicy::max_age(30 * DAY))
+        .unwrap();
+    let step = PruneOptions {
+        batch_rows: 4,
+        max_batches: Some(1),
+        ..PruneOptions::default()
+    };
+    let removed: Vec<u64> = (0..4)
+        .map(|_| f.store.prune(&step).unwrap().removed["session_events"])
+        .collect();
+    assert_eq!(removed, vec![4, 4, 1, 0]);
+    assert_eq!(seqs(&f.store, &s), vec![10]);
+    assert!(matches!(
+        f.store.prune(&PruneOptions {
+            max_batches: Some(0),
+            ..PruneOptions::default()
+        }),
+        Err(Error::Invalid {
+            field: "options.max_batches",
+            ..
+        })
+    ));
 }

@@ -81,6 +81,9 @@ enum Command {
         /// The most rows one batch (one short write transaction) removes.
         #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH_ROWS)]
         batch_rows: usize,
+        /// Stop after N batches; a later prune removes the rest.
+        #[arg(long, value_name = "N")]
+        max_batches: Option<u64>,
     },
     /// Show or change the retention policies (off for every kind until set).
     #[command(subcommand)]
@@ -125,6 +128,7 @@ fn main() -> ExitCode {
         Command::Prune {
             dry_run,
             batch_rows,
+            max_batches,
         } => maintenance::prune(
             out,
             &path,
@@ -132,6 +136,7 @@ fn main() -> ExitCode {
             PruneOptions {
                 dry_run,
                 batch_rows,
+                max_batches,
             },
         ),
         Command::Retention(Retention::Show) => maintenance::show(out, &path, format),

@@ -5,6 +5,6 @@
 //! everything), and pruning never removes a row something live still needs; what "old" and
 //! "live" mean for each kind is documented in [`retention`] and enforced in `passes`.
 
-mod passes;
+pub(crate) mod passes;
 pub mod prune;
 pub mod retention;

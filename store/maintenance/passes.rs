@@ -20,6 +20,92 @@ use crate::error::Result;
 use crate::query;
 use crate::retention::Kind;
 
+// The statements the plan tests pin (`crate::plans::hot_queries`), as macros so that the
+// registry reads the very SQL that runs.
+
+/// One batch of idempotency rows recorded before `$cutoff`, oldest first.
+macro_rules! idempotency_batch_query {
+    ($cutoff:expr, $budget:expr) => {
+        $crate::query!(
+            "DELETE FROM action_idempotency WHERE (account_id, action, client_request_id) IN \
+             (SELECT account_id, action, client_request_id FROM action_idempotency \
+              INDEXED BY action_idempotency_by_created WHERE created_at < ?1 \
+              ORDER BY created_at LIMIT ?2)",
+            $cutoff,
+            $budget
+        )
+    };
+}
+
+/// One batch of a session's events: all but its newest `$keep`, and none a continuation of the
+/// session names, oldest first.
+macro_rules! session_events_batch_query {
+    ($session:expr, $keep:expr, $budget:expr) => {
+        $crate::query!(
+            "DELETE FROM session_events WHERE session_id = ?1 AND seq IN \
+             (SELECT seq FROM session_events WHERE session_id = ?1 \
+              AND seq <= (SELECT MAX(seq) FROM session_events WHERE session_id = ?1) - ?2 \
+              AND id NOT IN (SELECT initiating_event_id FROM session_continuations \
+                             WHERE (predecessor_session_id = ?1 OR successor_session_id = ?1) \
+                             AND initiating_event_id IS NOT NULL) \
+              ORDER BY seq LIMIT ?3)",
+            $session,
+            $keep,
+            $budget
+        )
+    };
+}
+
+/// Terminal runs that ended before `$cutoff`, from `($at, $id)` on, by `runs_by_finished`.
+macro_rules! ended_runs_query {
+    ($cutoff:expr, $at:expr, $id:expr, $chunk:expr) => {
+        $crate::query!(
+            r#"SELECT id, finished_at AS "finished_at!" FROM runs INDEXED BY runs_by_finished
+               WHERE finished_at IS NOT NULL AND finished_at < ?1 AND (finished_at, id) >= (?2, ?3)
+               AND status IN ('succeeded', 'failed', 'canceled')
+               ORDER BY finished_at, id LIMIT ?4"#,
+            $cutoff,
+            $at,
+            $id,
+            $chunk
+        )
+    };
+}
+
+/// Root runs that ended before `$cutoff`, from `($at, $id)` on, by `runs_by_finished`.
+macro_rules! ended_roots_query {
+    ($cutoff:expr, $at:expr, $id:expr, $chunk:expr) => {
+        $crate::query!(
+            r#"SELECT id, finished_at AS "finished_at!" FROM runs INDEXED BY runs_by_finished
+               WHERE finished_at IS NOT NULL AND finished_at < ?1 AND (finished_at, id) >= (?2, ?3)
+               AND status IN ('succeeded', 'failed', 'canceled') AND id = root_run_id
+               ORDER BY finished_at, id LIMIT ?4"#,
+            $cutoff,
+            $at,
+            $id,
+            $chunk
+        )
+    };
+}
+
+/// One batch of the journal entries of a tree's runs.
+macro_rules! tree_journal_batch_query {
+    ($root:expr, $budget:expr) => {
+        $crate::query!(
+            "DELETE FROM run_journal WHERE (run_id, seq) IN \
+             (SELECT j.run_id, j.seq FROM runs AS r INDEXED BY runs_by_root \
+              JOIN run_journal AS j ON j.run_id = r.id WHERE r.root_run_id = ?1 LIMIT ?2)",
+            $root,
+            $budget
+        )
+    };
+}
+
+pub(crate) use {
+    ended_roots_query, ended_runs_query, idempotency_batch_query, session_events_batch_query,
+    tree_journal_batch_query,
+};
+
 /// How many candidate sessions or runs one query fetches.
 const CHUNK: i64 = 256;
 
@@ -100,15 +186,9 @@ pub(crate) fn step(conn: &Connection, pass: &Pass, mode: Mode) -> Result<Step> {
 
 fn idempotency(conn: &Connection, pass: &Pass, mode: Mode) -> Result<Step> {
     let n = match mode {
-        Mode::Delete { budget } => query!(
-            "DELETE FROM action_idempotency WHERE (account_id, action, client_request_id) IN \
-             (SELECT account_id, action, client_request_id FROM action_idempotency \
-              INDEXED BY action_idempotency_by_created WHERE created_at < ?1 \
-              ORDER BY created_at LIMIT ?2)",
-            pass.cutoff,
-            budget
-        )
-        .execute(conn)? as i64,
+        Mode::Delete { budget } => {
+            idempotency_batch_query!(pass.cutoff, budget).execute(conn)? as i64
+        }
         Mode::Count => query!(
             r#"SELECT CAST(count(*) AS INTEGER) AS "n!" FROM action_idempotency WHERE created_at < ?1"#,
             pass.cutoff
@@ -260,23 +340,15 @@ fn session_events(
         return Ok((Tally::new(), true));
     }
     let n = match mode {
-        Mode::Delete { .. } => query!(
-            "DELETE FROM session_events WHERE session_id = ?1 AND seq IN \
-             (SELECT seq FROM session_events WHERE session_id = ?1 \
-              AND seq <= (SELECT MAX(seq) FROM session_events WHERE session_id = ?1) - ?2 \
-              AND id NOT IN (SELECT initiating_event_id FROM session_continuations \
-                             WHERE initiating_event_id IS NOT NULL) \
-              ORDER BY seq LIMIT ?3)",
-            session,
-            pass.keep,
-            budget
-        )
-        .execute(conn)? as i64,
+        Mode::Delete { .. } => {
+            session_events_batch_query!(session, pass.keep, budget).execute(conn)? as i64
+        }
         Mode::Count => query!(
             r#"SELECT CAST(count(*) AS INTEGER) AS "n!" FROM session_events WHERE session_id = ?1
                AND seq <= (SELECT MAX(seq) FROM session_events WHERE session_id = ?1) - ?2
                AND id NOT IN (SELECT initiating_event_id FROM session_continuations
-                              WHERE initiating_event_id IS NOT NULL)"#,
+                              WHERE (predecessor_session_id = ?1 OR successor_session_id = ?1)
+                              AND initiating_event_id IS NOT NULL)"#,
             session,
             pass.keep
         )
@@ -293,20 +365,11 @@ fn ended_runs_after(
     position: &Position,
 ) -> Result<Vec<(i64, String)>> {
     let rows = match position {
-        Position::At(at, id) => query!(
-            r#"SELECT id, finished_at AS "finished_at!" FROM runs INDEXED BY runs_by_finished
-               WHERE finished_at IS NOT NULL AND finished_at < ?1 AND (finished_at, id) >= (?2, ?3)
-               AND status IN ('succeeded', 'failed', 'canceled')
-               ORDER BY finished_at, id LIMIT ?4"#,
-            pass.cutoff,
-            at,
-            id,
-            CHUNK
-        )
-        .fetch_all(conn)?
-        .into_iter()
-        .map(|r| (r.finished_at, r.id))
-        .collect(),
+        Position::At(at, id) => ended_runs_query!(pass.cutoff, at, id, CHUNK)
+            .fetch_all(conn)?
+            .into_iter()
+            .map(|r| (r.finished_at, r.id))
+            .collect(),
         Position::After(at, id) => query!(
             r#"SELECT id, finished_at AS "finished_at!" FROM runs INDEXED BY runs_by_finished
                WHERE finished_at IS NOT NULL AND finished_at < ?1 AND (finished_at, id) > (?2, ?3)
@@ -332,20 +395,11 @@ fn ended_roots_after(
     position: &Position,
 ) -> Result<Vec<(i64, String)>> {
     let rows = match position {
-        Position::At(at, id) => query!(
-            r#"SELECT id, finished_at AS "finished_at!" FROM runs INDEXED BY runs_by_finished
-               WHERE finished_at IS NOT NULL AND finished_at < ?1 AND (finished_at, id) >= (?2, ?3)
-               AND status IN ('succeeded', 'failed', 'canceled') AND id = root_run_id
-               ORDER BY finished_at, id LIMIT ?4"#,
-            pass.cutoff,
-            at,
-            id,
-            CHUNK
-        )
-        .fetch_all(conn)?
-        .into_iter()
-        .map(|r| (r.finished_at, r.id))
-        .collect(),
+        Position::At(at, id) => ended_roots_query!(pass.cutoff, at, id, CHUNK)
+            .fetch_all(conn)?
+            .into_iter()
+            .map(|r| (r.finished_at, r.id))
+            .collect(),
         Position::After(at, id) => query!(
             r#"SELECT id, finished_at AS "finished_at!" FROM runs INDEXED BY runs_by_finished
                WHERE finished_at IS NOT NULL AND finished_at < ?1 AND (finished_at, id) > (?2, ?3)
@@ -434,14 +488,7 @@ fn run_tree(
     let mut left = budget;
     let (journal, waits, runs) = match mode {
         Mode::Delete { .. } => {
-            let journal = query!(
-                "DELETE FROM run_journal WHERE (run_id, seq) IN \
-                 (SELECT j.run_id, j.seq FROM runs AS r INDEXED BY runs_by_root \
-                  JOIN run_journal AS j ON j.run_id = r.id WHERE r.root_run_id = ?1 LIMIT ?2)",
-                root,
-                left
-            )
-            .execute(conn)? as i64;
+            let journal = tree_journal_batch_query!(root, left).execute(conn)? as i64;
             left -= journal;
             let waits = query!(
                 "DELETE FROM run_event_waits WHERE (run_id, wait_id) IN \
