@@ -495,3 +495,33 @@ fn a_prune_spread_over_calls_removes_the_same_rows() {
         })
     ));
 }
+
+#[test]
+fn with_every_policy_a_dry_run_counts_exactly_what_goes() {
+    let f = fixture();
+    let s = f.session("s-1");
+    events(&f, &s, 6);
+    // An old ended tree (its journal goes with it), and an old ended child in a tree whose
+    // root ended recently (only the child's journal goes).
+    let tree = claimed(&f, None, 4);
+    succeed(&f, &tree);
+    let root = claimed(&f, None, 3);
+    let child = claimed(&f, Some(&root.run_id), 2);
+    succeed(&f, &child);
+    f.store
+        .record_idempotent(A, Action::MessageSession, "m-1", &1u64, 1u64)
+        .unwrap();
+    f.clock.advance(40 * DAY);
+    succeed(&f, &root);
+    every_policy(&f.store, 30 * DAY);
+    let would = dry(&f.store);
+    let report = prune(&f.store);
+    assert_eq!(report.removed, would.removed);
+    assert_eq!(report.removed["runs"], 1);
+    assert_eq!(report.removed["run_journal"], 4 + 2);
+    assert_eq!(report.removed["session_events"], 5);
+    assert_eq!(report.removed["action_idempotency"], 1);
+    assert!(f.store.run(A, &child.run_id).unwrap().is_some());
+    assert_eq!(count(&f.store, "SELECT count(*) FROM run_journal"), 3);
+    assert_clean(&f);
+}

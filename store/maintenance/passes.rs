@@ -145,6 +145,10 @@ pub(crate) struct Pass {
     pub(crate) cutoff: i64,
     /// How many of a session's newest events stay (session events only).
     pub(crate) keep: i64,
+    /// For the journal pass: the cutoff of the `runs` policy, when there is one. A real prune
+    /// removes those trees first, journals and all; a dry run must not count their journals
+    /// twice, so the journal pass leaves them to the runs pass.
+    pub(crate) trees_cutoff: Option<i64>,
     pub(crate) position: Position,
 }
 
@@ -432,7 +436,7 @@ fn tree_live(conn: &Connection, root: &str) -> Result<bool> {
 /// The journal of one ended run, unless its tree holds a live run.
 fn journal_of_run(
     conn: &Connection,
-    _pass: &Pass,
+    pass: &Pass,
     run: &str,
     mode: Mode,
     budget: i64,
@@ -443,6 +447,11 @@ fn journal_of_run(
     };
     if tree_live(conn, &root.root_run_id)? {
         return Ok((Tally::new(), true));
+    }
+    if let (Mode::Count, Some(cutoff)) = (mode, pass.trees_cutoff) {
+        if tree_removable(conn, &root.root_run_id, cutoff)? {
+            return Ok((Tally::new(), true));
+        }
     }
     let n =
         match mode {
@@ -463,6 +472,19 @@ fn journal_of_run(
     Ok((Tally::from([("run_journal", n as u64)]), n < budget))
 }
 
+/// Whether every run of the tree rooted at `root` is terminal and ended before `cutoff`.
+fn tree_removable(conn: &Connection, root: &str, cutoff: i64) -> Result<bool> {
+    Ok(query!(
+        "SELECT id FROM runs INDEXED BY runs_by_root WHERE root_run_id = ?1 \
+         AND (status IN ('queued', 'claimed', 'running', 'waiting') \
+              OR finished_at IS NULL OR finished_at >= ?2) LIMIT 1",
+        root,
+        cutoff
+    )
+    .fetch_optional(conn)?
+    .is_none())
+}
+
 /// A whole ended tree rooted at `root`, when every run of it ended before the cutoff: journals,
 /// then waits, then runs deepest first, at most `budget` rows in all.
 fn run_tree(
@@ -472,16 +494,7 @@ fn run_tree(
     mode: Mode,
     budget: i64,
 ) -> Result<(Tally, bool)> {
-    let young_or_live = query!(
-        "SELECT id FROM runs INDEXED BY runs_by_root WHERE root_run_id = ?1 \
-         AND (status IN ('queued', 'claimed', 'running', 'waiting') \
-              OR finished_at IS NULL OR finished_at >= ?2) LIMIT 1",
-        root,
-        pass.cutoff
-    )
-    .fetch_optional(conn)?
-    .is_some();
-    if young_or_live {
+    if !tree_removable(conn, root, pass.cutoff)? {
         return Ok((Tally::new(), true));
     }
     let mut tally = Tally::new();

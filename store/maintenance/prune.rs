@@ -81,24 +81,31 @@ impl PruneReport {
 }
 
 /// The passes the current policies ask for, in the order they run: idempotency rows, events,
-/// journals, then run trees (which take their remaining journals with them).
+/// run trees (journals and waits with them), then the journals of runs whose tree stays.
 fn passes(store: &Store) -> Result<Vec<Pass>> {
     let now = store.now_ms();
     let conn = store.conn()?;
-    let mut passes: Vec<Pass> = policies(&conn)?
+    let policies = policies(&conn)?;
+    let cutoff = |max_age_ms: i64| now.saturating_sub(max_age_ms);
+    let trees_cutoff = policies
+        .iter()
+        .find(|policy| policy.kind == Kind::Runs)
+        .map(|policy| cutoff(policy.max_age_ms));
+    let mut passes: Vec<Pass> = policies
         .into_iter()
         .map(|policy| Pass {
             kind: policy.kind,
-            cutoff: now.saturating_sub(policy.max_age_ms),
+            cutoff: cutoff(policy.max_age_ms),
             keep: policy.keep_count.unwrap_or(1).max(1),
+            trees_cutoff,
             position: Position::start(),
         })
         .collect();
     passes.sort_by_key(|pass| match pass.kind {
         Kind::ActionIdempotency => 0,
         Kind::SessionEvents => 1,
-        Kind::RunJournal => 2,
-        Kind::Runs => 3,
+        Kind::Runs => 2,
+        Kind::RunJournal => 3,
     });
     Ok(passes)
 }
