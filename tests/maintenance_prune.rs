@@ -320,6 +320,9 @@ fn run_trees_go_whole_and_only_when_every_run_ended_long_ago() {
     // An old tree whose root ended but whose child still runs.
     let live_root = claimed(&f, None, 3);
     let live_child = claimed(&f, Some(&live_root.run_id), 1);
+    f.store
+        .register_wait(&live_child, "w-live", &signal("go"), None)
+        .unwrap();
     succeed(&f, &live_root);
     f.clock.advance(40 * DAY);
     // A young ended tree.
@@ -354,6 +357,7 @@ fn run_trees_go_whole_and_only_when_every_run_ended_long_ago() {
         f.store.run(A, &live_child.run_id).unwrap().unwrap().status,
         Status::Claimed
     );
+    assert_eq!(f.store.run_waits(A, &live_child.run_id).unwrap().len(), 1);
     assert_clean(&f);
 }
 

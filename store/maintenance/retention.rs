@@ -23,7 +23,7 @@
 //!   continue-as-new successor shares its predecessor's tree);
 //! - the events of a session that a live run uses (its own runs or a child session's), or that
 //!   belongs to a continuation chain with a recently touched session or a live run;
-//! - an event a continuation names as its initiating event;
+//! - an event that a continuation from or to its session names as its initiating event;
 //! - the newest event of every session, so the next append continues the session's `seq`
 //!   instead of starting again at 1 (a replay after a seq stays correct);
 //! - an idempotency row inside its replay window.
