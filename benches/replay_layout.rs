@@ -4,12 +4,12 @@
 //! rows lie scattered over the file), and an append into each, alternating. Also prints how long
 //! building the copy takes (a migration between the layouts costs about that).
 //!
-//! The store's file is built once per schema version and kept under `target/bench-data`
-//! (about 300 MB); the copy is rebuilt every run.
+//! The store's file (`common::million_events_file`) is built once per schema version and kept
+//! under `target/bench-data` (about 300 MB); the copy is rebuilt every run.
 
 mod common;
 
-use common::{event, insert_owner_rows, paired, ACCOUNT};
+use common::{event, million_events_file, paired, ACCOUNT, BIG_SESSION_EVENTS, MILLION_EVENTS};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rusqlite::{params, Connection, TransactionBehavior};
 use seed_agents_store::ids::new_id;
@@ -17,9 +17,8 @@ use seed_agents_store::Store;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-const EVENTS: usize = 1_000_000;
-const BIG: usize = 100_000;
-const OTHERS: usize = 999;
+const EVENTS: usize = MILLION_EVENTS;
+const BIG: usize = BIG_SESSION_EVENTS;
 
 /// The layout before version 31, keyed by the event id, in a file of its own (the store's file
 /// holds exactly its schema, or the gate refuses it).
@@ -34,46 +33,6 @@ const BY_ID: &str = "CREATE TABLE session_events (
 
 const REPLAY: &str = "SELECT id, session_id, seq, event_cbor, created_at FROM session_events \
                       WHERE session_id = ?1 AND seq > ?2 ORDER BY seq";
-
-/// Builds (once) the store's file: one agent, the big session and 999 others, 1M events
-/// appended in an interleaved order with random ids, as a server's would be.
-fn store_file(dir: &Path) -> PathBuf {
-    let version = seed_agents_store::schema::SCHEMA_VERSION;
-    let path = dir.join(format!("replay-{EVENTS}-v{version}.sqlite"));
-    let done = dir.join(format!("replay-{EVENTS}-v{version}.done"));
-    if done.exists() {
-        return path;
-    }
-    let _ = std::fs::remove_file(&path);
-    drop(Store::open(&path).unwrap());
-    let mut conn = Connection::open(&path).unwrap();
-    let tx = conn.transaction().unwrap();
-    let t = 1_764_000_000_000i64;
-    let sessions = insert_owner_rows(&tx, t, OTHERS + 1);
-    let bytes = serde_ipld_dagcbor::to_vec(&event(0)).unwrap();
-    let mut seqs = vec![0i64; sessions.len()];
-    {
-        let mut insert = tx
-            .prepare(
-                "INSERT INTO session_events (id, session_id, seq, event_cbor, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )
-            .unwrap();
-        for i in 0..EVENTS {
-            // Every tenth event goes to the big session, the rest round the others.
-            let s = if i % 10 == 0 { 0 } else { 1 + i % OTHERS };
-            seqs[s] += 1;
-            insert
-                .execute(params![new_id(), sessions[s], seqs[s], bytes, t + i as i64])
-                .unwrap();
-        }
-    }
-    tx.commit().unwrap();
-    assert_eq!(seqs[0] as usize, BIG);
-    conn.execute_batch("ANALYZE").unwrap();
-    std::fs::write(done, "").unwrap();
-    path
-}
 
 /// Builds the copy in the layout by id from the store's file, timed.
 fn by_id_file(dir: &Path, from: &Path) -> PathBuf {
@@ -147,7 +106,7 @@ fn append(conn: &mut Connection, bytes: &[u8]) {
 fn bench(c: &mut Criterion) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data");
     std::fs::create_dir_all(&dir).unwrap();
-    let clustered_path = store_file(&dir);
+    let clustered_path = million_events_file(&dir);
     let scattered_path = by_id_file(&dir, &clustered_path);
     let store = Store::open(&clustered_path).unwrap();
     let scattered = plain(&scattered_path);

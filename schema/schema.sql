@@ -440,6 +440,8 @@ CREATE INDEX runs_by_session ON runs (session_id, created_at DESC);
 CREATE INDEX runs_by_account ON runs (account_id, created_at DESC);
 -- The runs a trigger firing started: deleting a firing checks them without a scan.
 CREATE INDEX runs_by_trigger_firing ON runs (trigger_firing_id) WHERE trigger_firing_id IS NOT NULL;
+-- Ended runs by when they ended: pruning walks the oldest first without a scan.
+CREATE INDEX runs_by_finished ON runs (finished_at) WHERE finished_at IS NOT NULL;
 
 -- One row per outstanding ctx.waitForEvent; deleted the moment it is delivered, times out or its
 -- run dies.
@@ -767,4 +769,25 @@ CREATE TABLE action_idempotency (
     -- @timestamp
     created_at INTEGER NOT NULL,
     PRIMARY KEY (account_id, action, client_request_id)
+) WITHOUT ROWID;
+
+-- Idempotency rows by when they were recorded: pruning finds those past the replay window
+-- without a scan.
+CREATE INDEX action_idempotency_by_created ON action_idempotency (created_at);
+
+-- Opt-in retention, one row per kind of row pruned; no row means the kind is kept forever. The
+-- CLI and every server process on the file prune with these rows (see `store/maintenance`).
+CREATE TABLE retention_policies (
+    -- Which rows the policy prunes: the events of idle sessions, whole ended run trees, the
+    -- journals of ended runs, or idempotency rows past their replay window.
+    -- @enum(session_events, runs, run_journal, action_idempotency)
+    kind TEXT PRIMARY KEY,
+    -- How old a row (or what it hangs off) must be before pruning may remove it, in milliseconds.
+    max_age_ms INTEGER NOT NULL,
+    -- For session events: how many of an old session's newest events stay (at least 1); NULL
+    -- elsewhere.
+    keep_count INTEGER,
+    -- When the policy was last set.
+    -- @timestamp
+    updated_at INTEGER NOT NULL
 ) WITHOUT ROWID;

@@ -33,9 +33,9 @@
 //!
 //! Every feature is off by default.
 //!
-//! - `cli`: the `seed-agents-db` binary (open, status, check, docs, rotate-key, move-key;
-//!   `--json` for scripts). The library never needs it, so a dependency without it compiles no
-//!   CLI parser.
+//! - `cli`: the `seed-agents-db` binary (open, status, check, docs, retention, prune, rotate-key,
+//!   move-key; `--json` for scripts). The library never needs it, so a dependency without it
+//!   compiles no CLI parser.
 //! - `serde`: `Serialize` and `Deserialize` for every generated `Row` (each field named by its SQL
 //!   column, e.g. `account_id`; a [`cbor::Cbor`] payload as its stored bytes, so a row round trips
 //!   exactly), every generated enum (as the text stored in its column; any other text is
@@ -64,6 +64,7 @@ mod handle;
 pub mod ids;
 pub mod integrity;
 pub mod keys;
+mod maintenance;
 pub mod migrate;
 mod open;
 pub mod paging;
@@ -81,6 +82,7 @@ pub use conversation::{
 pub use dynamic::FromRow;
 pub use error::{Error, ErrorKind, Refusal, Result};
 pub use execution::{journal, lease, runs, triggers, waits, watermarks};
+pub use maintenance::{prune, retention};
 // The query-plan registry, for the plan tests and benchmarks only.
 #[doc(hidden)]
 pub use execution::plans;

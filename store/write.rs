@@ -7,6 +7,8 @@
 //! so that the frame batches concurrent operations into one commit (group commit), each in its
 //! own savepoint, without any operation knowing.
 
+use std::time::{Duration, Instant};
+
 use rusqlite::Connection;
 
 use crate::error::Result;
@@ -19,8 +21,20 @@ impl Store {
     /// Concurrent writes share one commit ([`crate::commit`]): `op` runs in its own savepoint
     /// when others went before it in the batch, and this returns once the batch is durable.
     pub(crate) fn write<T>(&self, op: impl FnOnce(&Connection, i64) -> Result<T>) -> Result<T> {
+        self.write_timed(op).map(|(value, _)| value)
+    }
+
+    /// [`Store::write`], also returning how long the write took from asking for the writer to
+    /// its commit: the time the write lock was wanted or held for it, without the checkpoint that
+    /// may follow on a read connection (which holds no lock a writer needs).
+    pub(crate) fn write_timed<T>(
+        &self,
+        op: impl FnOnce(&Connection, i64) -> Result<T>,
+    ) -> Result<(T, Duration)> {
+        let started = Instant::now();
         let outcome = self.writer().run(|conn| op(conn, self.now_ms()));
+        let took = started.elapsed();
         self.checkpoint_if_due();
-        outcome
+        outcome.map(|value| (value, took))
     }
 }

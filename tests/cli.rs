@@ -468,3 +468,127 @@ fn rotate_key_and_move_key_report_in_text_and_json() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("key_provider"), "{}", stderr(&o));
 }
+
+#[test]
+fn retention_is_off_until_set_and_prune_reports_per_table() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(run(dir.path(), &["open"], None).status.success());
+    let db = dir.path().join("data/agents.sqlite");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    for id in ["r-1", "r-2", "r-3"] {
+        // Recorded at the epoch: far outside any replay window.
+        conn.execute(
+            "INSERT INTO action_idempotency VALUES ('acct', 'CreateAgent', ?1, X'a0', X'a0', 0)",
+            [id],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let rows = || {
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row("SELECT count(*) FROM action_idempotency", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .unwrap()
+    };
+
+    let o = run(dir.path(), &["prune"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("no retention policy is set"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(rows(), 3);
+
+    let o = run(
+        dir.path(),
+        &["retention", "set", "action_idempotency", "--max-age", "7d"],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("action_idempotency   pruned after 7d"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains("runs                 kept forever"),
+        "{}",
+        stdout(&o)
+    );
+
+    let o = run(dir.path(), &["prune", "--dry-run"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("would remove"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("action_idempotency                    3"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(rows(), 3, "a dry run writes nothing");
+
+    let o = run(dir.path(), &["--json", "prune", "--batch-rows", "2"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json(&o);
+    assert_eq!(doc["dry_run"], false);
+    assert_eq!(doc["removed"]["action_idempotency"], 3);
+    assert_eq!(doc["batches"], 2);
+    assert_eq!(rows(), 0);
+
+    let o = run(
+        dir.path(),
+        &["--json", "retention", "clear", "action_idempotency"],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        json(&o)["policies"]["action_idempotency"],
+        serde_json::Value::Null
+    );
+}
+
+#[test]
+fn a_bad_policy_is_refused_naming_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(
+        dir.path(),
+        &["retention", "set", "runs", "--max-age", "30"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("needs a unit"), "{}", stderr(&o));
+    let o = run(
+        dir.path(),
+        &["retention", "set", "events", "--max-age", "30d"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("session_events, runs, run_journal"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(
+        dir.path(),
+        &[
+            "--json",
+            "retention",
+            "set",
+            "runs",
+            "--max-age",
+            "30d",
+            "--keep",
+            "3",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err: serde_json::Value = serde_json::from_slice(&o.stderr).unwrap();
+    assert_eq!(err["error"]["kind"], "invalid");
+    assert!(err["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("policy.keep_count"));
+}

@@ -12,6 +12,7 @@ use seed_agents_store::ids::new_id;
 use seed_agents_store::payload::*;
 use seed_agents_store::sessions::NewSession;
 use seed_agents_store::{Durability, Store};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub const ACCOUNT: &str = "acct";
@@ -207,4 +208,56 @@ pub fn paired(
         1.0 / ma.as_secs_f64(),
         1.0 / mb.as_secs_f64()
     );
+}
+
+/// Events in the bulk fixture.
+pub const MILLION_EVENTS: usize = 1_000_000;
+/// Events of its big session, `sess-0000`.
+pub const BIG_SESSION_EVENTS: usize = 100_000;
+/// Its other sessions, `sess-0001` to `sess-0999`.
+pub const OTHER_SESSIONS: usize = 999;
+
+/// Builds (once per schema version, kept in `dir`) the store's file of the bulk fixture: one
+/// agent, the big session and 999 others, all last touched in 2025, 1M events appended in an
+/// interleaved order with random ids, as a server's would be. Returns its path.
+pub fn million_events_file(dir: &Path) -> PathBuf {
+    let version = seed_agents_store::schema::SCHEMA_VERSION;
+    let path = dir.join(format!("replay-{MILLION_EVENTS}-v{version}.sqlite"));
+    let done = dir.join(format!("replay-{MILLION_EVENTS}-v{version}.done"));
+    if done.exists() {
+        return path;
+    }
+    let _ = std::fs::remove_file(&path);
+    drop(Store::open(&path).unwrap());
+    let mut conn = Connection::open(&path).unwrap();
+    let tx = conn.transaction().unwrap();
+    let t = 1_764_000_000_000i64;
+    let sessions = insert_owner_rows(&tx, t, OTHER_SESSIONS + 1);
+    let bytes = serde_ipld_dagcbor::to_vec(&event(0)).unwrap();
+    let mut seqs = vec![0i64; sessions.len()];
+    {
+        let mut insert = tx
+            .prepare(
+                "INSERT INTO session_events (id, session_id, seq, event_cbor, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .unwrap();
+        for i in 0..MILLION_EVENTS {
+            // Every tenth event goes to the big session, the rest round the others.
+            let s = if i % 10 == 0 {
+                0
+            } else {
+                1 + i % OTHER_SESSIONS
+            };
+            seqs[s] += 1;
+            insert
+                .execute(params![new_id(), sessions[s], seqs[s], bytes, t + i as i64])
+                .unwrap();
+        }
+    }
+    tx.commit().unwrap();
+    assert_eq!(seqs[0] as usize, BIG_SESSION_EVENTS);
+    conn.execute_batch("ANALYZE").unwrap();
+    std::fs::write(done, "").unwrap();
+    path
 }

@@ -4,12 +4,13 @@
 //! ([`tokio::task::spawn_blocking`]) and the future only waits for it: a runtime thread never
 //! blocks on a lock, a read or a group commit. Invariant: the operations are the sync ones,
 //! generated from their signatures by [`async_operations!`] (`conversation`, `execution`,
-//! `tools`, and the handle's own below), so the two handles cannot drift in behavior; an
-//! operation that takes a closure, and any read of your own on [`Store::conn`], goes through
-//! [`AsyncStore::call`].
+//! `tools`, `maintenance`, and the handle's own below), so the two handles cannot drift in
+//! behavior; an operation that takes a closure, and any read of your own on [`Store::conn`], goes
+//! through [`AsyncStore::call`].
 
 mod conversation;
 mod execution;
+mod maintenance;
 mod tools;
 
 use std::future::Future;

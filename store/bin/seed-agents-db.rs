@@ -1,5 +1,5 @@
-//! `seed-agents-db`: open, inspect, check and document the Seed Agents database (built with the
-//! `cli` feature).
+//! `seed-agents-db`: open, inspect, check, document and prune the Seed Agents database (built
+//! with the `cli` feature).
 //!
 //! Results go to stdout, as text or, with `--json`, as one JSON document; errors, refusals and
 //! progress go to stderr (with `--json`, an error is a JSON document there too). Progress of a
@@ -10,10 +10,13 @@
 //! quietly instead of panicking.
 
 mod keys;
+mod maintenance;
 mod report;
 
 use clap::{Parser, Subcommand};
 use report::Format;
+use seed_agents_store::prune::{PruneOptions, DEFAULT_BATCH_ROWS};
+use seed_agents_store::retention::{Kind, RetentionPolicy};
 use seed_agents_store::{resolve_path, schema, Error, ErrorKind};
 use std::io::{self, IsTerminal};
 use std::path::PathBuf;
@@ -42,14 +45,14 @@ static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     )
 });
 
-/// Open, inspect, check and document the Seed Agents database.
+/// Open, inspect, check, document and prune the Seed Agents database.
 #[derive(Parser)]
 #[command(name = "seed-agents-db", version = VERSION.as_str(), about, after_help = EXIT_CODES)]
 struct Cli {
     /// The database file [default: $SEED_AGENTS_DB_PATH, else data/agents.sqlite].
     #[arg(long, global = true, value_name = "PATH")]
     db_path: Option<PathBuf>,
-    /// Print the result of open, status or check as one JSON document (errors too, on stderr).
+    /// Print the result as one JSON document (errors too, on stderr).
     #[arg(long, global = true)]
     json: bool,
     #[command(subcommand)]
@@ -89,6 +92,47 @@ enum Command {
         #[arg(long, value_name = "SPEC")]
         to: String,
     },
+    /// Apply the retention policies: remove old rows in short batches and report, per table,
+    /// what went. Without a policy nothing is removed.
+    Prune {
+        /// Count what would be removed, per table, and remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// The most rows one batch (one short write transaction) removes.
+        #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH_ROWS)]
+        batch_rows: usize,
+        /// Stop after N batches; a later prune removes the rest.
+        #[arg(long, value_name = "N")]
+        max_batches: Option<u64>,
+    },
+    /// Show or change the retention policies (off for every kind until set).
+    #[command(subcommand)]
+    Retention(Retention),
+}
+
+/// The retention policies, one per kind: session_events, runs, run_journal, action_idempotency.
+#[derive(Subcommand)]
+enum Retention {
+    /// Show every kind's policy.
+    Show,
+    /// Set a kind's policy: prune its rows once older than --max-age.
+    Set {
+        /// session_events, runs, run_journal or action_idempotency.
+        #[arg(value_parser = maintenance::parse_kind)]
+        kind: Kind,
+        /// How old a row must be to go, as a number and a unit: 30d, 12h, 90m, 45s, 500ms.
+        #[arg(long, value_name = "AGE", value_parser = maintenance::parse_age)]
+        max_age: i64,
+        /// session_events only: how many of an old session's newest events stay (default 1).
+        #[arg(long, value_name = "N")]
+        keep: Option<i64>,
+    },
+    /// Remove a kind's policy: its rows are kept forever again.
+    Clear {
+        /// session_events, runs, run_journal or action_idempotency.
+        #[arg(value_parser = maintenance::parse_kind)]
+        kind: Kind,
+    },
 }
 
 fn main() -> ExitCode {
@@ -106,6 +150,38 @@ fn main() -> ExitCode {
             batch_rows,
         } => keys::rotate(out, &path, format, key_provider.as_deref(), batch_rows),
         Command::MoveKey { to } => keys::move_out(out, &path, format, &to),
+        Command::Prune {
+            dry_run,
+            batch_rows,
+            max_batches,
+        } => maintenance::prune(
+            out,
+            &path,
+            format,
+            PruneOptions {
+                dry_run,
+                batch_rows,
+                max_batches,
+            },
+        ),
+        Command::Retention(Retention::Show) => maintenance::show(out, &path, format),
+        Command::Retention(Retention::Set {
+            kind,
+            max_age,
+            keep,
+        }) => maintenance::set(
+            out,
+            &path,
+            format,
+            kind,
+            RetentionPolicy {
+                max_age_ms: max_age,
+                keep_count: keep,
+            },
+        ),
+        Command::Retention(Retention::Clear { kind }) => {
+            maintenance::clear(out, &path, format, kind)
+        }
     };
     match result {
         Ok(code) => code,

@@ -1,10 +1,15 @@
-//! The registry of hot execution-state statements, for the query-plan tests and benchmarks.
+//! The registry of hot execution-state (and pruning) statements, for the query-plan tests and
+//! benchmarks.
 //!
 //! Invariant: each entry is the checked SQL of a statement the store runs (read from the same
 //! macro or function the store calls), paired with the index its plan must use, so the plan tests
 //! pin exactly what runs. The registry imports the execution modules; none of them imports it.
 
 use crate::journal::journal_size_sql;
+use crate::maintenance::passes::{
+    ended_roots_query, ended_runs_query, idempotency_batch_query, session_events_batch_query,
+    tree_journal_batch_query,
+};
 use crate::runs::queries::{
     child_by_tool_call_query, claim_next_query, claim_one_query, due_timers_query, live_runs_query,
     mirror_session_query, run_tree_query, session_runs_query, tree_members_query,
@@ -65,6 +70,31 @@ pub fn hot_queries() -> Vec<(&'static str, &'static str, &'static str)> {
             "firings by trigger",
             firings_sql(),
             "trigger_firings_by_trigger",
+        ),
+        (
+            "prune: idempotency batch",
+            idempotency_batch_query!(0_i64, 0_i64).sql(),
+            "action_idempotency_by_created",
+        ),
+        (
+            "prune: session events batch",
+            session_events_batch_query!("", 0_i64, 0_i64).sql(),
+            "PRIMARY KEY",
+        ),
+        (
+            "prune: ended runs",
+            ended_runs_query!(0_i64, 0_i64, "", 0_i64).sql(),
+            "runs_by_finished",
+        ),
+        (
+            "prune: ended roots",
+            ended_roots_query!(0_i64, 0_i64, "", 0_i64).sql(),
+            "runs_by_finished",
+        ),
+        (
+            "prune: tree journal batch",
+            tree_journal_batch_query!("", 0_i64).sql(),
+            "runs_by_root",
         ),
     ]
 }

@@ -412,6 +412,17 @@ round_trips! {
         },
         update: |r| { r.response_cbor = enc(&Ipld::Map(open([("id", s("agent-4"))]))); },
     );
+    retention_policies => case!(
+        retention_policies, unscoped, key(retention_policies::Kind::SessionEvents), lists[],
+        uniques[],
+        row: retention_policies::Row {
+            kind: retention_policies::Kind::SessionEvents,
+            max_age_ms: 30 * 86_400_000,
+            keep_count: Some(100),
+            updated_at: T,
+        },
+        update: |r| { r.keep_count = None; },
+    );
 }
 
 #[test]
@@ -424,5 +435,5 @@ fn every_table_has_a_round_trip() {
         covered, tables,
         "every table in schema::TABLES needs a case in round_trips!"
     );
-    assert_eq!(tables.len(), 23);
+    assert_eq!(tables.len(), 24);
 }
