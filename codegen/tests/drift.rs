@@ -65,7 +65,7 @@ fn assert_mentions(msg: &str, parts: &[&str]) {
 #[test]
 fn the_real_project_loads_clean() {
     let p = Project::load(schema_dir()).unwrap();
-    assert_eq!(p.latest_version(), 31);
+    assert_eq!(p.latest_version(), 32);
     assert_eq!(p.versions.len(), 32);
     assert_eq!(p.fresh.tables.len(), 22);
     assert!(p.warnings.is_empty(), "{:?}", p.warnings);

@@ -44,7 +44,7 @@ pub(crate) fn error_json(e: &Error) -> Value {
     json!({ "error": { "kind": e.kind().as_str(), "message": e.to_string() } })
 }
 
-fn print_json(out: &mut impl Write, doc: &Value) -> io::Result<()> {
+pub(crate) fn print_json(out: &mut impl Write, doc: &Value) -> io::Result<()> {
     writeln!(out, "{doc:#}")
 }
 

@@ -11,7 +11,9 @@
 //!   `created_at`;
 //! - plaintext leaves only through [`Store::decrypt_secret`] as a [`SecretPlaintext`], which
 //!   zeroizes its buffer on drop and whose `Debug` is redacted; it has no `Display`. Listing and
-//!   metadata reads ([`SecretInfo`]) never carry the ciphertext, and no error carries either.
+//!   metadata reads ([`SecretInfo`]) never carry the ciphertext, and no error carries either;
+//! - a set or a delete appends its audit event (naming the secret, never its value) in its
+//!   transaction; a failed decryption is recorded after it failed ([`crate::audit`]).
 
 use aes_gcm::aead::AeadInPlace;
 use aes_gcm::{Aes256Gcm, KeyInit, Nonce, Tag};
@@ -20,6 +22,7 @@ use rusqlite::Connection;
 use zeroize::Zeroizing;
 
 use crate::accounts;
+use crate::audit::Event;
 use crate::cbor::Cbor;
 use crate::check::invalid;
 use crate::error::{Error, Result};
@@ -249,6 +252,7 @@ impl Store {
                     row
                 }
             };
+            Event::secret(account_id, "secret.set", name).record(tx, now)?;
             Ok(row)
         })?;
         Ok(row.into())
@@ -278,13 +282,16 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn delete_secret(&self, account_id: &str, name: &str) -> Result<bool> {
-        self.write(|tx, _| {
+        self.write(|tx, now| {
             let deleted = query!(
                 "DELETE FROM secrets WHERE account_id = ?1 AND name = ?2",
                 account_id,
                 name.trim()
             )
             .execute(tx)?;
+            if deleted > 0 {
+                Event::secret(account_id, "secret.delete", name.trim()).record(tx, now)?;
+            }
             Ok(deleted > 0)
         })
     }
@@ -302,6 +309,7 @@ impl Store {
                 id: name.into(),
             }
         })?;
-        open(&*self.conn()?, &row.ciphertext)
+        let opened = open(&*self.conn()?, &row.ciphertext);
+        self.audit_decrypt(account_id, name, opened)
     }
 }
