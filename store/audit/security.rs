@@ -117,12 +117,13 @@ impl Store {
         .and(result)
     }
 
-    /// Passes `result` through; when decrypting the secret `name` of `account_id` failed, first
-    /// records `secret.decrypt` with outcome `failed` and which failure it was.
+    /// Passes `result` through; when decrypting `target` (`secret <name>`, `webhook credential
+    /// <trigger>`) of `account_id` failed, first records `secret.decrypt` with outcome `failed`
+    /// and which failure it was.
     pub(crate) fn audit_decrypt<T>(
         &self,
         account_id: &str,
-        name: &str,
+        target: impl FnOnce() -> String,
         result: Result<T>,
     ) -> Result<T> {
         let Some(why) = result.as_ref().err().and_then(decrypt_failure) else {
@@ -131,13 +132,7 @@ impl Store {
         self.security_event(|_| {
             Ok(Some(Event {
                 outcome: Outcome::Failed,
-                ..Event::done(
-                    account_id,
-                    Kind::Security,
-                    "secret.decrypt",
-                    format!("secret {name}"),
-                )
-                .detail(why)
+                ..Event::done(account_id, Kind::Security, "secret.decrypt", target()).detail(why)
             }))
         })
         .and(result)

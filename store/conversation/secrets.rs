@@ -310,6 +310,6 @@ impl Store {
             }
         })?;
         let opened = open(&*self.conn()?, &row.ciphertext);
-        self.audit_decrypt(account_id, name, opened)
+        self.audit_decrypt(account_id, || format!("secret {name}"), opened)
     }
 }

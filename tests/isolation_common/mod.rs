@@ -239,7 +239,9 @@ pub fn world() -> (tempfile::TempDir, Store, Ids, Ids) {
     (dir, store, a, b)
 }
 
-pub fn run_cases(cases: &[Case]) {
+/// Runs every case (see [`probe`]); then the audit log must verify and hold a refusal of B for
+/// each of A's rows `refused` names (`agent`, `session`, `model provider`).
+pub fn run_cases(cases: &[Case], refused: &[&str]) {
     let (_dir, mut store, a, b) = world();
     let start = snapshot(&store);
     for table in [
@@ -274,4 +276,21 @@ pub fn run_cases(cases: &[Case]) {
     );
     assert_eq!(snapshot(&store), start);
     assert!(store.verify_audit_log().unwrap().is_intact());
+    let conn = store.conn().unwrap();
+    for what in refused {
+        let id = match *what {
+            "agent" => &a.agent,
+            "session" => &a.session,
+            _ => &a.provider,
+        };
+        let refused: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM audit_events WHERE action = 'access.refused' \
+                 AND account_id = ?1 AND actor = ?2 AND target = ?3",
+                [A, B, &format!("{what} {id}")],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(refused > 0, "no refusal recorded for {what} {id}");
+    }
 }
