@@ -774,8 +774,8 @@ CREATE INDEX audit_events_by_time ON audit_events (at);
 -- hash, so deleting the newest rows is detected, and the anchor the oldest retained row chains
 -- from (seq 0 and 32 zero bytes until pruning moves it). No row yet means an empty log.
 CREATE TABLE audit_chain (
-    -- Always 1: there is one chain.
-    id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+    -- Always 1: there is one chain (the store reads and writes only this row).
+    id INTEGER NOT NULL PRIMARY KEY,
     -- The seq of the newest row (0 when the log is empty).
     head_seq INTEGER NOT NULL,
     -- The hash of the newest row (the anchor's hash when the log is empty).

@@ -1261,8 +1261,8 @@ fn a_fresh_store_reopens_untouched() {
         snapshot(&raw)
     };
     let total: usize = before.values().map(Vec::len).sum();
-    assert_eq!(before.len(), 22, "tables at version {LATEST}");
-    assert_eq!(total, 22 * ROWS + 1);
+    assert_eq!(before.len(), 24, "tables at version {LATEST}");
+    assert_eq!(total, 24 * ROWS + 1);
     for _ in 0..2 {
         let store = open_expecting(
             &dir.path().join("fresh.sqlite"),

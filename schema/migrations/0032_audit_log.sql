@@ -20,7 +20,7 @@ CREATE INDEX audit_events_by_time ON audit_events (at);
 -- The chain's two ends, in one row: the newest row (so that deleting the newest rows is
 -- detected) and the anchor the oldest retained row chains from (moved forward by pruning).
 CREATE TABLE audit_chain (
-    id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+    id INTEGER NOT NULL PRIMARY KEY,
     head_seq INTEGER NOT NULL,
     head_hash BLOB NOT NULL,
     anchor_seq INTEGER NOT NULL,

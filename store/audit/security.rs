@@ -68,6 +68,12 @@ impl Store {
     /// # Errors
     /// When the event cannot be written.
     pub(crate) fn audit_foreign(&self, actor: &str, what: &'static str, id: &str) -> Result<()> {
+        // Looked up on a reader first: an id nobody has (or the caller's own) costs no write.
+        let foreign = owner(&*self.conn()?, what, id)?.is_some_and(|owner| owner != actor);
+        if !foreign {
+            return Ok(());
+        }
+        // Again in the write: the row may have gone meanwhile.
         self.security_event(|tx| {
             let Some(account) = owner(tx, what, id)?.filter(|owner| owner != actor) else {
                 return Ok(None);
