@@ -6,13 +6,13 @@
 //! - append-only: the store inserts rows and never updates one; only
 //!   [`Store::prune_audit_log`] deletes, and only the oldest rows, moving the chain's anchor in
 //!   the same transaction;
-//! - a change and its event commit together: an operation appends its event with [`Event::record`]
+//! - a change and its event commit together: an operation appends its event with `Event::record`
 //!   inside its own `self.write` closure, so a rolled-back change leaves no event and a committed
 //!   one always has its event. A refusal has no change to commit with, so its event is written
-//!   by a write of its own after the operation failed ([`security`]);
+//!   by a write of its own after the operation failed (`security`);
 //! - the chain: row `seq` holds `prev_hash` = the hash of row `seq - 1` (the anchor for the
 //!   first retained row) and `hash` = SHA-256 over `prev_hash` and the row's fields
-//!   ([`chain`]); `audit_chain` holds the newest row's seq and hash, updated with every append.
+//!   (`chain`); `audit_chain` holds the newest row's seq and hash, updated with every append.
 //!   Appends read and move the head inside the writer's transaction, and the one writer runs one
 //!   operation at a time, so seqs are gapless and the chain never forks;
 //! - no event holds a secret value or any part of one: events name secrets, headers and
