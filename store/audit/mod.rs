@@ -4,7 +4,7 @@
 //!
 //! Invariants:
 //! - append-only: the store inserts rows and never updates one; only
-//!   [`Store::prune_audit_log`] deletes, and only the oldest rows, moving the chain's anchor in
+//!   [`Store::prune_audit_log`](crate::Store::prune_audit_log) deletes, and only the oldest rows, moving the chain's anchor in
 //!   the same transaction;
 //! - a change and its event commit together: an operation appends its event with `Event::record`
 //!   inside its own `self.write` closure, so a rolled-back change leaves no event and a committed

@@ -153,7 +153,7 @@ impl Store {
             return Err(invalid("name", format!("{:?} is a verb's name", doc.name)));
         }
         let encoded = Encoded::new(doc)?;
-        self.write(|tx, now| {
+        let put = self.write(|tx, now| {
             agent_in(tx, account_id, agent_id)?;
             let row = match tool_documents::get(tx, account_id, agent_id, &doc.name)? {
                 Some(existing) if existing.kind != Kind::Lambda => {
@@ -202,7 +202,9 @@ impl Store {
                 }
             };
             Ok(row)
-        })
+        });
+        // Another account's agent is refused like an unknown one, and recorded as a refusal.
+        self.audit_refused(account_id, put)
     }
 
     /// Enables or disables the agent's tool `name` (how a builtin is withheld). Setting the value
