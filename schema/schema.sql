@@ -791,3 +791,60 @@ CREATE TABLE retention_policies (
     -- @timestamp
     updated_at INTEGER NOT NULL
 ) WITHOUT ROWID;
+
+-- The audit log: an append-only record of provider, secret and tool changes and of security
+-- events (refused cross-account access, idempotency conflicts, failed secret decryption), each
+-- written in the transaction of the change it records. Row n commits to row n-1: `hash` is
+-- SHA-256 over `prev_hash` and the row's fields, so an edited, deleted or reordered row breaks
+-- the chain (`seed-agents-db audit verify`). No row holds a secret value or any part of one.
+CREATE TABLE audit_events (
+    -- The event's position in the log: 1, 2, 3, ... without gaps (pruning removes a prefix).
+    seq INTEGER NOT NULL PRIMARY KEY,
+    -- When the event happened (the store's clock).
+    -- @timestamp
+    at INTEGER NOT NULL,
+    -- The account the event concerns: the owner of the row acted on, also when another account
+    -- was refused access to it. An account id without a foreign key, so the log outlives the
+    -- account's rows.
+    account_id TEXT NOT NULL,
+    -- Who acted: the calling account, or `store` for the store's own maintenance.
+    actor TEXT NOT NULL,
+    -- What the event is about.
+    -- @enum(provider, secret, tool, security)
+    kind TEXT NOT NULL,
+    -- What was done, `<object>.<verb>` (`secret.set`, `provider.delete`, `access.refused`, ...).
+    action TEXT NOT NULL,
+    -- What it was done to: `<object> <id or name>` (`secret api-key`, `MCP server github`).
+    target TEXT NOT NULL,
+    -- How it ended: done, refused (the store declined it), failed (it could not be done).
+    -- @enum(ok, refused, failed)
+    outcome TEXT NOT NULL,
+    -- Words a person needs beyond the fields (which error, which action); never a value.
+    detail TEXT,
+    -- The previous row's `hash`; for the first row, the chain's anchor (`audit_chain`).
+    prev_hash BLOB NOT NULL,
+    -- SHA-256 over `prev_hash` and the canonical encoding of this row's other fields.
+    hash BLOB NOT NULL
+);
+-- Reads one account's events, newest first.
+CREATE INDEX audit_events_by_account ON audit_events (account_id, seq);
+-- Reads one kind of events, newest first.
+CREATE INDEX audit_events_by_kind ON audit_events (kind, seq);
+-- Reads the events of a time range; pruning finds the old ones.
+CREATE INDEX audit_events_by_time ON audit_events (at);
+
+-- The audit chain's two ends, one row (id 1), written with every append: the newest row's seq and
+-- hash, so deleting the newest rows is detected, and the anchor the oldest retained row chains
+-- from (seq 0 and 32 zero bytes until pruning moves it). No row yet means an empty log.
+CREATE TABLE audit_chain (
+    -- Always 1: there is one chain (the store reads and writes only this row).
+    id INTEGER NOT NULL PRIMARY KEY,
+    -- The seq of the newest row (0 when the log is empty).
+    head_seq INTEGER NOT NULL,
+    -- The hash of the newest row (the anchor's hash when the log is empty).
+    head_hash BLOB NOT NULL,
+    -- The seq of the last pruned row (0 before any pruning): the first retained row is the next.
+    anchor_seq INTEGER NOT NULL,
+    -- The hash of the last pruned row: the `prev_hash` of the first retained row.
+    anchor_hash BLOB NOT NULL
+);

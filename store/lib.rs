@@ -49,6 +49,7 @@
 
 #[cfg(feature = "tokio")]
 mod asynchronous;
+pub mod audit;
 pub mod busy;
 pub mod cbor;
 mod check;

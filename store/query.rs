@@ -60,6 +60,23 @@ impl<'a, R> Query<'a, R> {
         Ok(out)
     }
 
+    /// Hands every row to `f` in order, without collecting them: a walk over a large table in
+    /// constant memory.
+    ///
+    /// # Errors
+    /// As [`Query::fetch_all`], or the first error `f` returns (which stops the walk).
+    pub fn for_each(
+        self,
+        conn: &impl Borrow<Connection>,
+        mut f: impl FnMut(R) -> Result<()>,
+    ) -> Result<()> {
+        let decode = self.decode;
+        each_row(conn.borrow(), self.sql, self.params, &mut |row| {
+            f(decode(row)?)?;
+            Ok(true)
+        })
+    }
+
     /// The first row, if any.
     ///
     /// # Errors

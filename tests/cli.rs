@@ -94,7 +94,7 @@ fn a_usage_error_exits_2_and_help_documents_every_exit_code() {
         "1  error",
         "2  usage error",
         "3  refused",
-        "4  check found problems",
+        "4  check or audit verify found problems",
     ] {
         assert!(help.contains(line), "{line}: {help}");
     }
@@ -591,4 +591,61 @@ fn a_bad_policy_is_refused_naming_what_is_wrong() {
         .as_str()
         .unwrap()
         .contains("policy.keep_count"));
+}
+
+#[test]
+fn audit_verify_exits_0_on_an_intact_log_and_4_naming_the_seq_of_a_tampered_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("agents.sqlite");
+    {
+        let store = seed_agents_store::Store::open(&db).unwrap();
+        for name in ["a", "b", "c"] {
+            store.set_secret("acct-1", name, b"v", None).unwrap();
+        }
+    }
+    let db_arg = db.to_str().unwrap();
+    let o = run(dir.path(), &["--db-path", db_arg, "audit", "verify"], None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("audit log: 3 row(s), seq 1..=3"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("result: the chain is intact"));
+
+    let o = run(
+        dir.path(),
+        &["--db-path", db_arg, "audit", "list", "--limit", "2"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("3 "), "{out}");
+    assert!(out.contains("secret.set secret c ok"), "{out}");
+    assert!(out.contains("next: "), "{out}");
+
+    let raw = rusqlite::Connection::open(&db).unwrap();
+    raw.execute(
+        "UPDATE audit_events SET target = 'secret z' WHERE seq = 2",
+        [],
+    )
+    .unwrap();
+    drop(raw);
+    let o = run(dir.path(), &["--db-path", db_arg, "audit", "verify"], None);
+    assert_eq!(o.status.code(), Some(4));
+    assert!(
+        stdout(&o).contains("row 2 does not match its hash (edited or moved)"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(
+        dir.path(),
+        &["--db-path", db_arg, "--json", "audit", "verify"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(4));
+    let doc = json(&o);
+    assert_eq!(doc["intact"], false);
+    assert_eq!(doc["problems"][0]["seq"], 2);
+    assert_eq!(doc["problems"][0]["kind"], "edited");
 }

@@ -871,3 +871,31 @@ fn watermarks_cursor_poll_success_and_error() {
     // A new account's row needs no account set up first.
     assert!(f.store.record_watermark_poll("acct-new", url).is_ok());
 }
+
+#[test]
+fn a_webhook_secret_that_does_not_decrypt_is_recorded_in_the_audit_log() {
+    let f = fixture();
+    let t = f
+        .store
+        .create_trigger(&new_trigger("hook", webhook()))
+        .unwrap()
+        .trigger;
+    let raw = rusqlite::Connection::open(f.store.path()).unwrap();
+    raw.execute(
+        "UPDATE webhook_trigger_credentials SET secret_ciphertext = zeroblob(48)",
+        [],
+    )
+    .unwrap();
+    assert!(matches!(
+        f.store.webhook_secret(A, &t.id),
+        Err(Error::SecretTagMismatch)
+    ));
+    let page = f
+        .store
+        .audit_events(&Default::default(), None, None)
+        .unwrap();
+    let event = &page.items[0];
+    assert_eq!(event.action, "secret.decrypt");
+    assert_eq!(event.target, format!("webhook credential {}", t.id));
+    assert_eq!(event.account_id, A);
+}

@@ -3,11 +3,12 @@
 //! SQLite calls block, so each operation runs on tokio's blocking pool
 //! ([`tokio::task::spawn_blocking`]) and the future only waits for it: a runtime thread never
 //! blocks on a lock, a read or a group commit. Invariant: the operations are the sync ones,
-//! generated from their signatures by [`async_operations!`] (`conversation`, `execution`,
+//! generated from their signatures by [`async_operations!`] (`audit`, `conversation`, `execution`,
 //! `tools`, `maintenance`, and the handle's own below), so the two handles cannot drift in
 //! behavior; an operation that takes a closure, and any read of your own on [`Store::conn`], goes
 //! through [`AsyncStore::call`].
 
+mod audit;
 mod conversation;
 mod execution;
 mod maintenance;

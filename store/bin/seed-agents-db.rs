@@ -5,10 +5,11 @@
 //! progress go to stderr (with `--json`, an error is a JSON document there too). Progress of a
 //! migration is drawn only when stderr is a terminal. Exit codes (also in `--help` and the
 //! README): 0 success, 1 an error (busy, disk full, read-only, permission, I/O, ...; the file was
-//! not judged), 2 a usage error (clap), 3 the schema gate refuses the file, 4 `check` found
-//! problems. Output goes through `writeln!`, so a closed pipe (`open | head -1`) ends the program
-//! quietly instead of panicking.
+//! not judged), 2 a usage error (clap), 3 the schema gate refuses the file, 4 `check` or `audit
+//! verify` found problems. Output goes through `writeln!`, so a closed pipe (`open | head -1`)
+//! ends the program quietly instead of panicking.
 
+mod audit;
 mod keys;
 mod maintenance;
 mod report;
@@ -34,7 +35,7 @@ Exit codes:
   2  usage error
   3  refused: the schema gate refuses the file (not a database, unknown or newer version,
      damaged, structure differs); the file was left unchanged
-  4  check found problems";
+  4  check or audit verify found problems";
 
 /// `--version`: the binary's version and the schema version it installs and migrates to.
 static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -73,6 +74,9 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// Verify or read the audit log; never writes.
+    #[command(subcommand)]
+    Audit(AuditCommand),
     /// Rotate the secret encryption key: a new key, every encrypted value re-encrypted in
     /// batches, the old key retired. Run it again to resume an interrupted rotation.
     RotateKey {
@@ -135,6 +139,33 @@ enum Retention {
     },
 }
 
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Walk the hash chain: report edited, deleted, reordered or truncated rows by seq (exit 4).
+    Verify,
+    /// One page of events, newest first, and the token of the next page.
+    List {
+        /// Only the events concerning this account.
+        #[arg(long)]
+        account: Option<String>,
+        /// Only this kind: provider, secret, tool or security.
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only events at or after this time (epoch milliseconds).
+        #[arg(long)]
+        since: Option<i64>,
+        /// Only events before this time (epoch milliseconds).
+        #[arg(long)]
+        until: Option<i64>,
+        /// Events per page (1 to 200, default 50).
+        #[arg(long)]
+        limit: Option<u32>,
+        /// The page token a previous list printed as `next`.
+        #[arg(long)]
+        after: Option<String>,
+    },
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let path = resolve_path(cli.db_path.as_deref());
@@ -145,6 +176,25 @@ fn main() -> ExitCode {
         Command::Status => report::status(out, &path, format),
         Command::Check => report::check(out, &path, format),
         Command::Docs { out: dir } => report::docs(out, &dir),
+        Command::Audit(AuditCommand::Verify) => audit::verify(out, &path, format),
+        Command::Audit(AuditCommand::List {
+            account,
+            kind,
+            since,
+            until,
+            limit,
+            after,
+        }) => {
+            let args = audit::ListArgs {
+                account,
+                kind,
+                since,
+                until,
+                limit,
+                after,
+            };
+            audit::list(out, &path, format, args)
+        }
         Command::RotateKey {
             key_provider,
             batch_rows,

@@ -112,14 +112,16 @@ fn edit_agent(
     id: &str,
     edit: impl FnOnce(&mut Row) -> Result<()>,
 ) -> Result<Row> {
-    store.write(|tx, now| {
+    let edited = store.write(|tx, now| {
         let mut row = agents::get(tx, account_id, id)?.ok_or_else(|| agent_not_found(id))?;
         edit(&mut row)?;
         row.updated_at = now;
         accounts::touch(tx, account_id, now)?;
         agents::update(tx, &row)?;
         Ok(row)
-    })
+    });
+    // Another account's agent is refused like an unknown one, and recorded as a refusal.
+    store.audit_refused(account_id, edited)
 }
 
 impl Store {

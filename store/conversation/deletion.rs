@@ -216,7 +216,8 @@ impl Store {
     /// # Errors
     /// [`Error::NotFound`] (`session`); [`Error::Sqlite`] otherwise.
     pub fn delete_session(&self, account_id: &str, session_id: &str) -> Result<()> {
-        self.write(|tx, _| delete_session(tx, account_id, session_id))
+        let deleted = self.write(|tx, _| delete_session(tx, account_id, session_id));
+        self.audit_refused(account_id, deleted)
     }
 
     /// Deletes an agent and everything it owns in one `BEGIN IMMEDIATE` transaction, then
@@ -227,7 +228,8 @@ impl Store {
     /// [`Error::StateDirNotRemoved`] means the delete **committed** and only the directory
     /// removal failed; it is not rolled back.
     pub fn delete_agent(&self, account_id: &str, agent_id: &str) -> Result<AgentDeletion> {
-        let deletion = self.write(|tx, now| delete_agent_rows(tx, now, account_id, agent_id))?;
+        let deletion = self.write(|tx, now| delete_agent_rows(tx, now, account_id, agent_id));
+        let deletion = self.audit_refused(account_id, deletion)?;
         // Only once the delete committed: a failed commit must leave the directory in place.
         remove_state_dir(agent_id, &deletion.state_dir)?;
         Ok(deletion)

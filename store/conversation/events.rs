@@ -209,7 +209,8 @@ impl Store {
         session_id: &str,
         event: &SessionEventPayload,
     ) -> Result<Appended> {
-        self.write(|tx, now| append_event(tx, now, account_id, session_id, event))
+        let appended = self.write(|tx, now| append_event(tx, now, account_id, session_id, event));
+        self.audit_refused(account_id, appended)
     }
 
     /// Appends `events`, in order, to the Log of the session `session_id` of `account_id`, in one
@@ -248,12 +249,13 @@ impl Store {
         if events.is_empty() {
             return Err(invalid("events", "must hold at least one event"));
         }
-        self.write(|tx, now| {
+        let appended = self.write(|tx, now| {
             events
                 .iter()
                 .map(|event| append_event(tx, now, account_id, session_id, event))
                 .collect()
-        })
+        });
+        self.audit_refused(account_id, appended)
     }
 
     /// The events of the session `session_id` of `account_id` with `seq > after_seq`,

@@ -11,7 +11,9 @@
 //! - in the MessageSession form ([`Store::idempotent_replay`] before the work,
 //!   [`Store::record_idempotent`] after it succeeded) nothing holds a transaction across the
 //!   model and network work; the record is keyed by the acting account, and when two requests
-//!   raced, the first record wins and the second caller gets it back as a replay.
+//!   raced, the first record wins and the second caller gets it back as a replay;
+//! - a conflict is recorded in the audit log (`idempotency.conflict`) by a write of its own after
+//!   the refusal, since the refused transaction rolled back.
 
 use rusqlite::Connection;
 use serde::de::DeserializeOwned;
@@ -26,6 +28,9 @@ use crate::Store;
 
 /// The longest client id accepted, in bytes (after trimming).
 pub const MAX_CLIENT_ID_BYTES: usize = 256;
+
+/// What an idempotency [`Error::Conflict`] names (the audit log tells it from other conflicts).
+pub const CONFLICT_WHAT: &str = "client request id";
 
 /// The actions that accept a client id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -107,7 +112,7 @@ pub fn client_id(action: Action, raw: &str) -> Result<&str> {
 fn replay<R: DeserializeOwned>(row: &Row, request: &[u8], action: Action) -> Result<R> {
     if row.request_cbor.as_bytes() != request {
         return Err(Error::Conflict {
-            what: "client request id",
+            what: CONFLICT_WHAT,
             key: format!("{}/{}", action.as_str(), row.client_request_id),
             reason: "was used before with a different request".into(),
         });
@@ -166,7 +171,7 @@ impl Store {
             .map(|raw| client_id(action, raw))
             .transpose()?;
         let request = id.map(|_| cbor::to_vec(request)).transpose()?;
-        self.write(|tx, now| {
+        let outcome = self.write(|tx, now| {
             let (Some(id), Some(request)) = (id, request) else {
                 return Ok(Outcome::Fresh(run(tx, now)?));
             };
@@ -178,7 +183,8 @@ impl Store {
             let response_bytes = cbor::to_vec(&response)?;
             insert(tx, now, account_id, action, id, request, response_bytes)?;
             Ok(Outcome::Fresh(response))
-        })
+        });
+        self.audit_conflict(account_id, outcome)
     }
 
     /// The MessageSession form, before the work: the stored response when this (acting
@@ -200,9 +206,9 @@ impl Store {
     {
         let id = client_id(action, client_id_raw)?;
         let request = cbor::to_vec(request)?;
-        action_idempotency::get(&self.conn()?, account_id, action.as_str(), id)?
-            .map(|row| replay(&row, &request, action))
-            .transpose()
+        let stored = action_idempotency::get(&self.conn()?, account_id, action.as_str(), id)?;
+        let replayed = stored.map(|row| replay(&row, &request, action)).transpose();
+        self.audit_conflict(account_id, replayed)
     }
 
     /// The MessageSession form, after the work succeeded: records the response for (acting
@@ -226,12 +232,13 @@ impl Store {
         let id = client_id(action, client_id_raw)?;
         let request = cbor::to_vec(request)?;
         let response_bytes = cbor::to_vec(&response)?;
-        self.write(|tx, now| {
+        let recorded = self.write(|tx, now| {
             if let Some(row) = action_idempotency::get(tx, account_id, action.as_str(), id)? {
                 return replay(&row, &request, action).map(Outcome::Replayed);
             }
             insert(tx, now, account_id, action, id, request, response_bytes)?;
             Ok(Outcome::Fresh(response))
-        })
+        });
+        self.audit_conflict(account_id, recorded)
     }
 }

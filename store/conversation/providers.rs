@@ -3,13 +3,17 @@
 //! Invariant: `(account_id, name)` is unique. Create and rename check it and write in one
 //! `BEGIN IMMEDIATE` transaction (with the account touched in the same transaction), so a
 //! duplicate is a typed [`Error::Conflict`] rather than a constraint failure; the unique index
-//! still backs it up. The provider `type` column always equals `config_cbor.type`.
+//! still backs it up. The provider `type` column always equals `config_cbor.type`. Every change
+//! appends its audit event in its own transaction, naming the provider, never its configuration;
+//! naming another account's provider is recorded as a refused access.
 
 use crate::accounts;
+use crate::audit::Event;
 use crate::cbor::Cbor;
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::payload::ModelProviderConfig;
+use crate::schema::audit_events::Kind;
 use crate::schema::model_providers::{self, Row};
 use crate::Store;
 
@@ -24,6 +28,17 @@ fn provider_name(name: &str) -> Result<&str> {
 /// Checks the configuration's type (it is also the `type` column).
 fn provider_type(config: &ModelProviderConfig) -> Result<()> {
     crate::check::non_empty("config.provider_type", &config.provider_type)
+}
+
+/// The audit event of a change to `row`.
+fn event<'a>(row: &'a Row, action: &'static str) -> Event<'a> {
+    Event::done(
+        &row.account_id,
+        Kind::Provider,
+        action,
+        format!("model provider {}", row.id),
+    )
+    .detail(format!("name {:?}, type {:?}", row.name, row.r#type))
 }
 
 fn duplicate(name: &str) -> Error {
@@ -64,6 +79,7 @@ impl Store {
                 updated_at: now,
             };
             model_providers::insert(tx, &row)?;
+            event(&row, "provider.create").record(tx, now)?;
             Ok(row)
         })
     }
@@ -82,7 +98,7 @@ impl Store {
     ) -> Result<Row> {
         let name = name.map(provider_name).transpose()?;
         provider_type(config)?;
-        self.write(|tx, now| {
+        let updated = self.write(|tx, now| {
             let mut row =
                 model_providers::get(tx, account_id, id)?.ok_or_else(|| Error::NotFound {
                     what: "model provider",
@@ -101,8 +117,10 @@ impl Store {
             row.config_cbor = Cbor::encode(config)?;
             row.updated_at = now;
             model_providers::update(tx, &row)?;
+            event(&row, "provider.update").record(tx, now)?;
             Ok(row)
-        })
+        });
+        self.audit_refused(account_id, updated)
     }
 
     /// The provider `id` of `account_id`.
@@ -135,6 +153,17 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn delete_provider(&self, account_id: &str, id: &str) -> Result<bool> {
-        self.write(|tx, _| Ok(model_providers::delete(tx, account_id, id)? > 0))
+        let deleted = self.write(|tx, now| {
+            let Some(row) = model_providers::get(tx, account_id, id)? else {
+                return Ok(false);
+            };
+            model_providers::delete(tx, account_id, id)?;
+            event(&row, "provider.delete").record(tx, now)?;
+            Ok(true)
+        })?;
+        if !deleted {
+            self.audit_foreign(account_id, "model provider", id)?;
+        }
+        Ok(deleted)
     }
 }

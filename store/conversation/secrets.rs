@@ -11,7 +11,9 @@
 //!   `created_at`;
 //! - plaintext leaves only through [`Store::decrypt_secret`] as a [`SecretPlaintext`], which
 //!   zeroizes its buffer on drop and whose `Debug` is redacted; it has no `Display`. Listing and
-//!   metadata reads ([`SecretInfo`]) never carry the ciphertext, and no error carries either.
+//!   metadata reads ([`SecretInfo`]) never carry the ciphertext, and no error carries either;
+//! - a set or a delete appends its audit event (naming the secret, never its value) in its
+//!   transaction; a failed decryption is recorded after it failed ([`crate::audit`]).
 
 use aes_gcm::aead::AeadInPlace;
 use aes_gcm::{Aes256Gcm, KeyInit, Nonce, Tag};
@@ -22,6 +24,7 @@ use zeroize::Zeroizing;
 use crate::keys::{registry, EncryptionKey, Ring};
 
 use crate::accounts;
+use crate::audit::Event;
 use crate::cbor::Cbor;
 use crate::check::invalid;
 use crate::error::{Error, Result};
@@ -284,6 +287,7 @@ impl Store {
                     row
                 }
             };
+            Event::secret(account_id, "secret.set", name).record(tx, now)?;
             Ok(row)
         })?;
         Ok(row.into())
@@ -313,13 +317,16 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn delete_secret(&self, account_id: &str, name: &str) -> Result<bool> {
-        self.write(|tx, _| {
+        self.write(|tx, now| {
             let deleted = query!(
                 "DELETE FROM secrets WHERE account_id = ?1 AND name = ?2",
                 account_id,
                 name.trim()
             )
             .execute(tx)?;
+            if deleted > 0 {
+                Event::secret(account_id, "secret.delete", name.trim()).record(tx, now)?;
+            }
             Ok(deleted > 0)
         })
     }
@@ -340,6 +347,7 @@ impl Store {
             }
         })?;
         let mut ring = Ring::fetch(self.key_provider());
-        open(&*self.conn()?, &mut ring, row.key_id, &row.ciphertext)
+        let opened = open(&*self.conn()?, &mut ring, row.key_id, &row.ciphertext);
+        self.audit_decrypt(account_id, || format!("secret {name}"), opened)
     }
 }

@@ -160,7 +160,7 @@ fn edit_session<T>(
     id: &str,
     edit: impl FnOnce(&mut Row, i64) -> Result<(bool, T)>,
 ) -> Result<(Row, T)> {
-    store.write(|tx, now| {
+    let edited = store.write(|tx, now| {
         let mut row = sessions::get(tx, account_id, id)?.ok_or_else(|| session_not_found(id))?;
         let (write, out) = edit(&mut row, now)?;
         if write {
@@ -169,7 +169,9 @@ fn edit_session<T>(
             sessions::update(tx, &row)?;
         }
         Ok((row, out))
-    })
+    });
+    // Another account's session is refused like an unknown one, and recorded as a refusal.
+    store.audit_refused(account_id, edited)
 }
 
 /// Creates a session inside the caller's transaction (the building block of
@@ -221,7 +223,8 @@ impl Store {
     /// [`Error::NotFound`] (`agent`, `session` for the parent) when they are not in the account;
     /// [`Error::Invalid`] (`title`); [`Error::Sqlite`] otherwise.
     pub fn create_session(&self, account_id: &str, new: &NewSession) -> Result<Row> {
-        self.write(|tx, now| create_session(tx, now, account_id, new))
+        let created = self.write(|tx, now| create_session(tx, now, account_id, new));
+        self.audit_refused(account_id, created)
     }
 
     /// The session `id` of `account_id`.

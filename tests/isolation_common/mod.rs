@@ -1,6 +1,8 @@
 //! The frame of the account isolation probes (`tests/account_isolation.rs`): the ids of one
 //! account's rows, the snapshot of every table, and the probe that runs one call twice (naming
-//! the other account's rows, then rows nobody has) and compares answers and tables.
+//! the other account's rows, then rows nobody has) and compares answers and tables. The audit
+//! log is the one place a probe may write: naming A's row may append `access.refused` events
+//! (by B, under A), naming a missing row appends nothing, and the snapshot leaves the log out.
 
 pub mod setup;
 pub mod worker;
@@ -102,7 +104,10 @@ impl Ids {
 pub fn snapshot(store: &Store) -> BTreeMap<String, Vec<String>> {
     let conn = &store.conn().unwrap();
     let tables: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        .prepare(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' \
+             AND name NOT LIKE 'audit_%'",
+        )
         .unwrap()
         .query_map([], |r| r.get(0))
         .unwrap()
@@ -136,6 +141,20 @@ pub fn snapshot(store: &Store) -> BTreeMap<String, Vec<String>> {
     out
 }
 
+/// The audit log's events as `(account, actor, action, outcome)`, oldest first.
+pub fn audit_log(store: &Store) -> Vec<(String, String, String, String)> {
+    let conn = &store.conn().unwrap();
+    let mut stmt = conn
+        .prepare("SELECT account_id, actor, action, outcome FROM audit_events ORDER BY seq")
+        .unwrap();
+    let events = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    events
+}
+
 /// What a call answered, with the id left out of a `NotFound` (it is the id the call named).
 pub fn outcome<T: Debug>(result: Result<T>) -> String {
     match result {
@@ -157,10 +176,13 @@ pub struct Case(pub &'static str, pub &'static str, pub Call);
 pub fn probe(store: &mut Store, a: &Ids, b: &Ids, case: &Case) -> Option<String> {
     let Case(name, expect, call) = case;
     let before = snapshot(store);
+    let audit_before = audit_log(store).len();
     let foreign = call(store, a, b);
     let after_foreign = snapshot(store);
+    let audit_foreign = audit_log(store);
     let missing = call(store, &a.missing(), b);
     let after_missing = snapshot(store);
+    let audit_missing = audit_log(store);
     let changed = |after: &BTreeMap<String, Vec<String>>| -> Vec<String> {
         after
             .iter()
@@ -186,6 +208,21 @@ pub fn probe(store: &mut Store, a: &Ids, b: &Ids, case: &Case) -> Option<String>
     if !wrote_missing.is_empty() {
         problems.push(format!("naming missing rows changed {wrote_missing:?}"));
     }
+    let refusal = (
+        A.into(),
+        B.into(),
+        "access.refused".into(),
+        "refused".into(),
+    );
+    if audit_foreign[audit_before..].iter().any(|e| *e != refusal) {
+        problems.push(format!(
+            "naming A's rows logged {:?}",
+            &audit_foreign[audit_before..]
+        ));
+    }
+    if audit_missing.len() != audit_foreign.len() {
+        problems.push("naming missing rows wrote to the audit log".into());
+    }
     (!problems.is_empty()).then(|| format!("{name}: {}", problems.join("; ")))
 }
 
@@ -202,7 +239,9 @@ pub fn world() -> (tempfile::TempDir, Store, Ids, Ids) {
     (dir, store, a, b)
 }
 
-pub fn run_cases(cases: &[Case]) {
+/// Runs every case (see [`probe`]); then the audit log must verify and hold a refusal of B for
+/// each of A's rows `refused` names (`agent`, `session`, `model provider`).
+pub fn run_cases(cases: &[Case], refused: &[&str]) {
     let (_dir, mut store, a, b) = world();
     let start = snapshot(&store);
     for table in [
@@ -236,4 +275,22 @@ pub fn run_cases(cases: &[Case]) {
         failures.join("\n")
     );
     assert_eq!(snapshot(&store), start);
+    assert!(store.verify_audit_log().unwrap().is_intact());
+    let conn = store.conn().unwrap();
+    for what in refused {
+        let id = match *what {
+            "agent" => &a.agent,
+            "session" => &a.session,
+            _ => &a.provider,
+        };
+        let refused: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM audit_events WHERE action = 'access.refused' \
+                 AND account_id = ?1 AND actor = ?2 AND target = ?3",
+                [A, B, &format!("{what} {id}")],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(refused > 0, "no refusal recorded for {what} {id}");
+    }
 }

@@ -95,12 +95,14 @@ impl Store {
     pub fn webhook_secret(&self, account_id: &str, trigger_id: &str) -> Result<WebhookSecret> {
         let row = credential(&*self.conn()?, account_id, trigger_id)?;
         let mut ring = Ring::fetch(self.key_provider());
-        let plain = crate::secrets::open(
+        let opened = crate::secrets::open(
             &*self.conn()?,
             &mut ring,
             row.key_id,
             &row.secret_ciphertext,
-        )?;
+        );
+        let target = || format!("webhook credential {trigger_id}");
+        let plain = self.audit_decrypt(account_id, target, opened)?;
         let text = plain
             .expose_str()
             .ok_or_else(|| invalid("secret_ciphertext", "does not decrypt to text"))?;

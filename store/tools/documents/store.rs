@@ -4,16 +4,20 @@
 //! Invariant: every write is one transaction of the frame; a reconciliation first plans against
 //! what is stored and begins no transaction when nothing differs, otherwise it plans again
 //! inside the transaction, so a concurrent writer cannot slip between the comparison and the
-//! write.
+//! write. A change a caller asks for (a lambda put, a tool enabled or disabled, a lambda
+//! deleted) appends its `tool.*` audit event in its transaction; the reconciliations (builtins
+//! materialized, MCP projections synced) follow other changes and record nothing of their own.
 
 use std::collections::BTreeMap;
 
 use rusqlite::Connection;
 
+use crate::audit::Event;
 use crate::cbor::Cbor;
 use crate::check::invalid;
 use crate::error::{Error, Result};
 use crate::payload::{ToolDocument, ToolKind};
+use crate::schema::audit_events::Kind as AuditKind;
 use crate::schema::{agents, tool_documents};
 use crate::{accounts, Store};
 
@@ -26,6 +30,21 @@ fn agent_in(conn: &Connection, account_id: &str, agent_id: &str) -> Result<agent
         what: "agent",
         id: agent_id.into(),
     })
+}
+
+/// The audit event of a change to the agent's tool `name`.
+fn tool_event<'a>(
+    account_id: &'a str,
+    action: &'static str,
+    agent_id: &str,
+    name: &str,
+) -> Event<'a> {
+    Event::done(
+        account_id,
+        AuditKind::Tool,
+        action,
+        format!("tool {agent_id}/{name}"),
+    )
 }
 
 /// Validates and encodes a builtin registry, refusing repeated names.
@@ -134,7 +153,7 @@ impl Store {
             return Err(invalid("name", format!("{:?} is a verb's name", doc.name)));
         }
         let encoded = Encoded::new(doc)?;
-        self.write(|tx, now| {
+        let put = self.write(|tx, now| {
             agent_in(tx, account_id, agent_id)?;
             let row = match tool_documents::get(tx, account_id, agent_id, &doc.name)? {
                 Some(existing) if existing.kind != Kind::Lambda => {
@@ -157,6 +176,9 @@ impl Store {
                         ..existing
                     };
                     tool_documents::update(tx, &row)?;
+                    tool_event(account_id, "tool.update", agent_id, &row.name)
+                        .detail(format!("lambda, cid {}", row.cid))
+                        .record(tx, now)?;
                     row
                 }
                 None => {
@@ -173,11 +195,16 @@ impl Store {
                         updated_at: now,
                     };
                     tool_documents::insert(tx, &row)?;
+                    tool_event(account_id, "tool.create", agent_id, &row.name)
+                        .detail(format!("lambda, cid {}", row.cid))
+                        .record(tx, now)?;
                     row
                 }
             };
             Ok(row)
-        })
+        });
+        // Another account's agent is refused like an unknown one, and recorded as a refusal.
+        self.audit_refused(account_id, put)
     }
 
     /// Enables or disables the agent's tool `name` (how a builtin is withheld). Setting the value
@@ -199,6 +226,12 @@ impl Store {
                 row.enabled = enabled;
                 row.updated_at = now;
                 tool_documents::update(tx, &row)?;
+                let action = if enabled {
+                    "tool.enable"
+                } else {
+                    "tool.disable"
+                };
+                tool_event(account_id, action, agent_id, name).record(tx, now)?;
             }
             Ok(row)
         })
@@ -210,7 +243,7 @@ impl Store {
     /// [`Error::ToolNotDeletable`] for a builtin (disable it instead) or an MCP projection (it
     /// goes with its server or the agent's reference); [`Error::Sqlite`] otherwise.
     pub fn delete_tool(&self, account_id: &str, agent_id: &str, name: &str) -> Result<bool> {
-        self.write(|tx, _| {
+        self.write(|tx, now| {
             let deleted = match tool_documents::get(tx, account_id, agent_id, name)? {
                 None => false,
                 Some(row) if row.kind != Kind::Lambda => {
@@ -221,6 +254,9 @@ impl Store {
                 }
                 Some(_) => tool_documents::delete(tx, account_id, agent_id, name)? > 0,
             };
+            if deleted {
+                tool_event(account_id, "tool.delete", agent_id, name).record(tx, now)?;
+            }
             Ok(deleted)
         })
     }

@@ -3,9 +3,12 @@
 //!
 //! Invariant: a server owns exactly the secrets its `secretRefs` name by that convention
 //! (compared without case); references to other secrets are never written or deleted here.
+//! Each write or delete appends its `secret.*` audit event (the name, never the value) in the
+//! caller's transaction.
 
 use rusqlite::Connection;
 
+use crate::audit::Event;
 use crate::cbor::Cbor;
 use crate::error::Result;
 use crate::ids;
@@ -79,15 +82,28 @@ pub(super) fn put_secret(
             },
         )?,
     }
-    Ok(())
+    Event::secret(account_id, "secret.set", name)
+        .detail(format!("owned by MCP server {server:?}, header {header:?}"))
+        .record(conn, now)
 }
 
 /// Deletes the secret `name`; returns how many rows went (0 or 1).
-pub(super) fn delete_secret(conn: &Connection, account_id: &str, name: &str) -> Result<usize> {
-    query!(
+pub(super) fn delete_secret(
+    conn: &Connection,
+    now: i64,
+    account_id: &str,
+    name: &str,
+) -> Result<usize> {
+    let deleted = query!(
         "DELETE FROM secrets WHERE account_id = ?1 AND name = ?2",
         account_id,
         name
     )
-    .execute(conn)
+    .execute(conn)?;
+    if deleted > 0 {
+        Event::secret(account_id, "secret.delete", name)
+            .detail("owned by an MCP server")
+            .record(conn, now)?;
+    }
+    Ok(deleted)
 }

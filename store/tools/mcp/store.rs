@@ -2,14 +2,18 @@
 //! discovery, sync the projections, delete.
 //!
 //! Invariant: each write is one transaction of the frame that also reconciles the projections
-//! ([`sync`]), so a server and the documents projected from it never disagree after a commit.
+//! ([`sync`]), so a server and the documents projected from it never disagree after a commit,
+//! and appends its audit event (`mcp_server.*`, naming the server, never a header value) in the
+//! same transaction.
 
 use rusqlite::Connection;
 
+use crate::audit::Event;
 use crate::cbor::Cbor;
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::payload::{AgentDefinition, McpServerConfig, McpServerStatus, McpTools, OpenMap};
+use crate::schema::audit_events::{Kind as AuditKind, Outcome as AuditOutcome};
 use crate::schema::mcp_servers;
 use crate::tools::ToolSync;
 use crate::{accounts, query, Store};
@@ -25,6 +29,16 @@ fn server_not_found(name: &str) -> Error {
         what: "MCP server",
         id: name.into(),
     }
+}
+
+/// The audit event of a change to the server `name` of `account_id`.
+fn server_event<'a>(account_id: &'a str, action: &'static str, name: &str) -> Event<'a> {
+    Event::done(
+        account_id,
+        AuditKind::Tool,
+        action,
+        format!("MCP server {name}"),
+    )
 }
 
 /// The stored server, or `NotFound`.
@@ -77,6 +91,7 @@ impl Store {
             };
             mcp_servers::insert(tx, &row)?;
             sync(tx, now, account_id, None)?;
+            server_event(account_id, "mcp_server.create", name).record(tx, now)?;
             Ok(row)
         })
     }
@@ -103,7 +118,7 @@ impl Store {
             let kept = owned_secrets(name, &config);
             for secret in owned_secrets(name, &before) {
                 if !kept.contains(&secret) {
-                    delete_secret(tx, account_id, &secret)?;
+                    delete_secret(tx, now, account_id, &secret)?;
                 }
             }
             for (header, value) in &input.secret_headers {
@@ -117,6 +132,7 @@ impl Store {
             };
             mcp_servers::update(tx, &row)?;
             sync(tx, now, account_id, None)?;
+            server_event(account_id, "mcp_server.update", name).record(tx, now)?;
             Ok(row)
         })
     }
@@ -139,6 +155,12 @@ impl Store {
                 row.updated_at = now;
                 mcp_servers::update(tx, &row)?;
                 sync(tx, now, account_id, None)?;
+                let action = if enabled {
+                    "mcp_server.enable"
+                } else {
+                    "mcp_server.disable"
+                };
+                server_event(account_id, action, name).record(tx, now)?;
             }
             Ok(row)
         })
@@ -182,6 +204,11 @@ impl Store {
             Err(e) => Err(format!("the server's tool list was refused: {e}")),
         });
         // Encoded before the frame; only the status needs the transaction's now.
+        // The audit event says how many tools, never the remote server's words.
+        let (outcome, detail) = match &checked {
+            Ok(tools) => (AuditOutcome::Ok, format!("{} tool(s)", tools.len())),
+            Err(_) => (AuditOutcome::Failed, "the discovery failed".to_owned()),
+        };
         let (tools_cbor, state, error) = match checked {
             Ok(tools) => (Some(Cbor::encode(&tools)?), STATE_CONNECTED, None),
             Err(message) => (None, STATE_ERROR, Some(message)),
@@ -203,6 +230,11 @@ impl Store {
             };
             mcp_servers::update(tx, &row)?;
             sync(tx, now, account_id, None)?;
+            Event {
+                outcome,
+                ..server_event(account_id, "mcp_server.discovery", name).detail(detail)
+            }
+            .record(tx, now)?;
             Ok(row)
         })
     }
@@ -262,10 +294,11 @@ impl Store {
             }
         }
         for secret in owned_secrets(name, &config) {
-            deletion.secrets_deleted += delete_secret(tx, account_id, &secret)?;
+            deletion.secrets_deleted += delete_secret(tx, now, account_id, &secret)?;
         }
         mcp_servers::delete(tx, account_id, &server.id)?;
         deletion.documents_deleted = sync(tx, now, account_id, None)?.deleted;
+        server_event(account_id, "mcp_server.delete", name).record(tx, now)?;
         Ok(deletion)
         })
     }

@@ -1,0 +1,332 @@
+//! The audit log's hash chain: how a row's hash is computed, how an event is appended at the
+//! head, and how the whole log is verified.
+//!
+//! Invariant: `hash(row) = SHA-256(DOMAIN || prev_hash || seq || at || account_id || actor ||
+//! kind || action || target || outcome || detail)`, integers as 8 bytes big-endian, texts as
+//! their 8-byte big-endian length then their bytes, `detail` as one byte 0 (absent) or 1 then as a
+//! text. The encoding is unambiguous, so two different rows never hash the same bytes. Row
+//! `seq` chains from row `seq - 1`, the first retained row from the anchor, and the head in
+//! `audit_chain` names the newest row: an edited, moved, deleted or truncated row breaks one of
+//! these links.
+
+use rusqlite::Connection;
+use sha2::{Digest, Sha256};
+
+use super::Event;
+use crate::error::Result;
+use crate::schema::audit_events;
+use crate::{query, Store};
+
+/// Starts every hashed message, so an audit hash is never mistaken for another SHA-256 use.
+const DOMAIN: &[u8] = b"seed-agents-store audit v1\0";
+/// The anchor of a log never pruned: the `prev_hash` of row 1.
+pub(crate) const GENESIS: [u8; 32] = [0; 32];
+
+/// The two ends of the chain, as `audit_chain` stores them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ends {
+    pub(crate) head_seq: i64,
+    pub(crate) head_hash: Vec<u8>,
+    pub(crate) anchor_seq: i64,
+    pub(crate) anchor_hash: Vec<u8>,
+}
+
+impl Ends {
+    /// The ends of an empty, never pruned log (there is no `audit_chain` row yet).
+    fn empty() -> Ends {
+        Ends {
+            head_seq: 0,
+            head_hash: GENESIS.to_vec(),
+            anchor_seq: 0,
+            anchor_hash: GENESIS.to_vec(),
+        }
+    }
+}
+
+/// The chain's ends: the stored row, `None` when there is none.
+pub(crate) fn ends(conn: &Connection) -> Result<Option<Ends>> {
+    Ok(
+        query!("SELECT head_seq, head_hash, anchor_seq, anchor_hash FROM audit_chain WHERE id = 1")
+            .fetch_optional(conn)?
+            .map(|r| Ends {
+                head_seq: r.head_seq,
+                head_hash: r.head_hash,
+                anchor_seq: r.anchor_seq,
+                anchor_hash: r.anchor_hash,
+            }),
+    )
+}
+
+/// Stores the chain's ends.
+pub(crate) fn store_ends(conn: &Connection, ends: &Ends) -> Result<()> {
+    query!(
+        "INSERT INTO audit_chain (id, head_seq, head_hash, anchor_seq, anchor_hash) \
+         VALUES (1, ?1, ?2, ?3, ?4) ON CONFLICT (id) DO UPDATE SET head_seq = excluded.head_seq, \
+         head_hash = excluded.head_hash, anchor_seq = excluded.anchor_seq, \
+         anchor_hash = excluded.anchor_hash",
+        ends.head_seq,
+        ends.head_hash.as_slice(),
+        ends.anchor_seq,
+        ends.anchor_hash.as_slice()
+    )
+    .execute(conn)?;
+    Ok(())
+}
+
+/// The fields a row's hash covers, borrowed from an event being appended or a row being checked.
+/// `kind` and `outcome` are the stored text, so a row edited to a value outside their sets is
+/// still hashed (and found edited) rather than refused by decoding.
+struct Fields<'a> {
+    seq: i64,
+    at: i64,
+    account_id: &'a str,
+    actor: &'a str,
+    kind: &'a str,
+    action: &'a str,
+    target: &'a str,
+    outcome: &'a str,
+    detail: Option<&'a str>,
+}
+
+/// The hash of a row with these fields chaining from `prev_hash`.
+fn hash(prev_hash: &[u8], f: &Fields<'_>) -> [u8; 32] {
+    let mut h = Sha256::new();
+    let text = |h: &mut Sha256, s: &str| {
+        h.update((s.len() as u64).to_be_bytes());
+        h.update(s.as_bytes());
+    };
+    h.update(DOMAIN);
+    h.update(prev_hash);
+    h.update(f.seq.to_be_bytes());
+    h.update(f.at.to_be_bytes());
+    for s in [f.account_id, f.actor, f.kind, f.action, f.target, f.outcome] {
+        text(&mut h, s);
+    }
+    match f.detail {
+        None => h.update([0]),
+        Some(d) => {
+            h.update([1]);
+            text(&mut h, d);
+        }
+    }
+    h.finalize().into()
+}
+
+/// Appends `event` at the head, at time `now`, and moves the head to it.
+pub(crate) fn append(conn: &Connection, now: i64, event: &Event<'_>) -> Result<()> {
+    let mut ends = ends(conn)?.unwrap_or_else(Ends::empty);
+    let seq = ends.head_seq + 1;
+    let fields = Fields {
+        seq,
+        at: now,
+        account_id: &event.account_id,
+        actor: event.actor,
+        kind: event.kind.as_str(),
+        action: event.action,
+        target: &event.target,
+        outcome: event.outcome.as_str(),
+        detail: event.detail.as_deref(),
+    };
+    let hash = hash(&ends.head_hash, &fields);
+    audit_events::insert(
+        conn,
+        &audit_events::Row {
+            seq,
+            at: now,
+            account_id: event.account_id.to_string(),
+            actor: event.actor.into(),
+            kind: event.kind,
+            action: event.action.into(),
+            target: event.target.clone(),
+            outcome: event.outcome,
+            detail: event.detail.clone(),
+            prev_hash: std::mem::take(&mut ends.head_hash),
+            hash: hash.to_vec(),
+        },
+    )?;
+    ends.head_seq = seq;
+    ends.head_hash = hash.to_vec();
+    store_ends(conn, &ends)
+}
+
+/// What is wrong at one place of the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum ProblemKind {
+    /// The row's fields do not hash to its `hash`: it was edited, or moved to another seq.
+    Edited,
+    /// The row's `prev_hash` is not the previous row's hash (or the anchor's): a row before it
+    /// was removed, replaced or moved.
+    Unchained,
+    /// Rows are missing: `seq` is the first missing one, `missing` how many.
+    Missing,
+    /// The newest rows are gone: the head names a later row than the newest one left.
+    Truncated,
+    /// The head names a row whose hash differs from the newest row's, or there are rows but no
+    /// head: the newest rows were replaced, or `audit_chain` was edited.
+    HeadMismatch,
+}
+
+impl ProblemKind {
+    /// The kind as a stable snake_case name (`edited`, `unchained`, `missing`, `truncated`,
+    /// `head_mismatch`), for machine-readable output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProblemKind::Edited => "edited",
+            ProblemKind::Unchained => "unchained",
+            ProblemKind::Missing => "missing",
+            ProblemKind::Truncated => "truncated",
+            ProblemKind::HeadMismatch => "head_mismatch",
+        }
+    }
+}
+
+/// One finding of [`Store::verify_audit_log`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct AuditProblem {
+    /// The seq the finding is about.
+    pub seq: i64,
+    /// What is wrong there.
+    pub kind: ProblemKind,
+    /// For [`ProblemKind::Missing`] and [`ProblemKind::Truncated`], how many rows; else 0.
+    pub missing: i64,
+}
+
+impl std::fmt::Display for AuditProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let seq = self.seq;
+        match self.kind {
+            ProblemKind::Edited => write!(f, "row {seq} does not match its hash (edited or moved)"),
+            ProblemKind::Unchained => write!(
+                f,
+                "row {seq} does not chain from the row before it (a row was removed, replaced or moved)"
+            ),
+            ProblemKind::Missing => {
+                write!(f, "{} row(s) missing from seq {seq}", self.missing)
+            }
+            ProblemKind::Truncated => write!(
+                f,
+                "{} newest row(s) missing from seq {seq} (the head names a later row)",
+                self.missing
+            ),
+            ProblemKind::HeadMismatch => write!(
+                f,
+                "the chain head does not match row {seq} (the newest rows or audit_chain were changed)"
+            ),
+        }
+    }
+}
+
+/// What [`Store::verify_audit_log`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct AuditReport {
+    /// Rows read.
+    pub rows: u64,
+    /// The seq the first retained row chains from (0 before any pruning).
+    pub anchor_seq: i64,
+    /// The newest seq the head names (0 for an empty log).
+    pub head_seq: i64,
+    /// The head's hash, hex: keep it elsewhere to detect a log rewritten with fresh hashes.
+    pub head_hash: String,
+    /// What is wrong, in seq order; empty when the log is intact.
+    pub problems: Vec<AuditProblem>,
+}
+
+impl AuditReport {
+    /// Whether the log is intact.
+    pub fn is_intact(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Walks the log in seq order, checking every link.
+fn verify(conn: &Connection) -> Result<AuditReport> {
+    let stored = ends(conn)?;
+    let ends = stored.clone().unwrap_or_else(Ends::empty);
+    let mut problems = Vec::new();
+    let problem = |seq, kind, missing| AuditProblem { seq, kind, missing };
+    let (mut prev_seq, mut prev_hash) = (ends.anchor_seq, ends.anchor_hash.clone());
+    let mut rows = 0u64;
+    // Enum columns read as text: a row edited to a value outside their set is a finding.
+    query!(
+        "SELECT seq, at, account_id, actor, CAST(kind AS TEXT) AS kind, action, target, \
+         CAST(outcome AS TEXT) AS outcome, detail, prev_hash, hash FROM audit_events ORDER BY seq"
+    )
+    .for_each(conn, |row| {
+        rows += 1;
+        if row.seq != prev_seq + 1 {
+            let missing = row.seq - prev_seq - 1;
+            problems.push(problem(prev_seq + 1, ProblemKind::Missing, missing));
+        }
+        let fields = Fields {
+            seq: row.seq,
+            at: row.at,
+            account_id: &row.account_id,
+            actor: &row.actor,
+            kind: row.kind.as_deref().unwrap_or_default(),
+            action: &row.action,
+            target: &row.target,
+            outcome: row.outcome.as_deref().unwrap_or_default(),
+            detail: row.detail.as_deref(),
+        };
+        if hash(&row.prev_hash, &fields).as_slice() != row.hash {
+            problems.push(problem(row.seq, ProblemKind::Edited, 0));
+        }
+        if row.prev_hash != prev_hash {
+            problems.push(problem(row.seq, ProblemKind::Unchained, 0));
+        }
+        prev_seq = row.seq;
+        prev_hash = row.hash;
+        Ok(())
+    })?;
+    if stored.is_none() && rows > 0 {
+        problems.push(problem(prev_seq, ProblemKind::HeadMismatch, 0));
+    } else if ends.head_seq > prev_seq {
+        let missing = ends.head_seq - prev_seq;
+        problems.push(problem(prev_seq + 1, ProblemKind::Truncated, missing));
+    } else if ends.head_seq != prev_seq || ends.head_hash != prev_hash {
+        problems.push(problem(prev_seq, ProblemKind::HeadMismatch, 0));
+    }
+    Ok(AuditReport {
+        rows,
+        anchor_seq: ends.anchor_seq,
+        head_seq: ends.head_seq,
+        head_hash: hex::encode(&ends.head_hash),
+        problems,
+    })
+}
+
+impl Store {
+    /// Checks the audit log's hash chain from its anchor to its head, in one read snapshot:
+    /// every row's hash, every link, no missing seq, and the head naming the newest row. Never
+    /// writes.
+    ///
+    /// The chain shows a row edited, deleted, reordered or cut from the end without its hashes
+    /// recomputed. Someone able to write the file can also recompute every hash; compare
+    /// [`AuditReport::head_hash`] with a copy kept elsewhere to detect that.
+    ///
+    /// # Errors
+    /// [`crate::Error::Sqlite`], or a stored value that does not decode (an enum edited to a value
+    /// schema.sql does not declare).
+    ///
+    /// # Examples
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let store = seed_agents_store::Store::open(dir.path().join("agents.sqlite"))?;
+    /// store.set_secret("acct-1", "api-key", b"s3cret", None)?;
+    /// let report = store.verify_audit_log()?;
+    /// assert!(report.is_intact());
+    /// assert_eq!(report.head_seq, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn verify_audit_log(&self) -> Result<AuditReport> {
+        let conn = self.conn()?;
+        // One snapshot: the head and the rows read together, whatever commits meanwhile. The
+        // reader rolls it back when it goes back to the pool.
+        conn.execute_batch("BEGIN DEFERRED")?;
+        verify(&conn)
+    }
+}

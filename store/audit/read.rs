@@ -1,0 +1,92 @@
+//! Reading the audit log: pages of events, newest first, filtered by account, kind and time.
+//!
+//! Invariant: a page holds the events strictly before its cursor's seq in `seq DESC` order, so
+//! events appended meanwhile (which get higher seqs) never shift or repeat a page.
+
+use sea_query::{Expr, ExprTrait, Order, Query};
+
+use crate::error::{Error, Result};
+use crate::paging::{self, page_of, Cursor, Page};
+use crate::schema::audit_events::{Column, Kind, Row};
+use crate::Store;
+
+/// Which events [`Store::audit_events`] returns; every field left `None` matches all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditFilter {
+    /// Only the events concerning this account.
+    pub account_id: Option<String>,
+    /// Only the events of this kind.
+    pub kind: Option<Kind>,
+    /// Only the events at or after this time (epoch milliseconds).
+    pub since: Option<i64>,
+    /// Only the events before this time (epoch milliseconds).
+    pub until: Option<i64>,
+}
+
+/// The seq a cursor of this listing carries in its `id`.
+fn cursor_seq(cursor: &Cursor) -> Result<i64> {
+    cursor.id.parse().map_err(|_| Error::Invalid {
+        field: "after",
+        reason: "is not a cursor of the audit log".into(),
+    })
+}
+
+impl Store {
+    /// A page of audit events matching `filter`, newest first (`seq DESC`), starting after
+    /// `after` (a cursor from the previous page: its `updated_at` is the event's `at`, its `id`
+    /// the event's seq).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] (`page_size`, or `after` for a cursor of another listing);
+    /// [`Error::Sqlite`] otherwise.
+    ///
+    /// # Examples
+    /// ```
+    /// use seed_agents_store::audit::AuditFilter;
+    /// use seed_agents_store::schema::audit_events::Kind;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let store = seed_agents_store::Store::open(dir.path().join("agents.sqlite"))?;
+    /// store.set_secret("acct-1", "api-key", b"s3cret", None)?;
+    /// let filter = AuditFilter {
+    ///     account_id: Some("acct-1".into()),
+    ///     kind: Some(Kind::Secret),
+    ///     ..AuditFilter::default()
+    /// };
+    /// let page = store.audit_events(&filter, Some(20), None)?;
+    /// assert_eq!(page.items[0].action, "secret.set");
+    /// assert_eq!(page.items[0].target, "secret api-key");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn audit_events(
+        &self,
+        filter: &AuditFilter,
+        page_size: Option<u32>,
+        after: Option<&Cursor>,
+    ) -> Result<Page<Row>> {
+        let size = paging::page_size(page_size)?;
+        let mut select = Query::select();
+        select
+            .columns(Column::ALL.iter().copied())
+            .from(Column::Table)
+            .order_by(Column::Seq, Order::Desc)
+            .limit(u64::from(size) + 1);
+        if let Some(account) = &filter.account_id {
+            select.and_where(Expr::col(Column::AccountId).eq(account.as_str()));
+        }
+        if let Some(kind) = filter.kind {
+            select.and_where(Expr::col(Column::Kind).eq(kind.as_str()));
+        }
+        if let Some(since) = filter.since {
+            select.and_where(Expr::col(Column::At).gte(since));
+        }
+        if let Some(until) = filter.until {
+            select.and_where(Expr::col(Column::At).lt(until));
+        }
+        if let Some(cursor) = after {
+            select.and_where(Expr::col(Column::Seq).lt(cursor_seq(cursor)?));
+        }
+        let items: Vec<Row> = self.select(&select)?;
+        Ok(page_of(items, size, |r| (r.at, r.seq.to_string())))
+    }
+}
