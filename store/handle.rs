@@ -9,7 +9,7 @@
 //! ([`Store::write`]), and every connection handed out for reading is `query_only`.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicI32;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -57,8 +57,9 @@ pub struct Store {
 #[derive(Debug)]
 struct Shared {
     writer: Writer,
-    /// Set when a commit left the log long enough for a checkpoint ([`crate::checkpoint`]).
-    checkpoint_due: Arc<AtomicBool>,
+    /// The log length, in pages, noted when a commit left it long enough for a checkpoint
+    /// ([`crate::checkpoint`]); 0 when none is due.
+    checkpoint_due: Arc<AtomicI32>,
     readers: Pool,
     path: Arc<Path>,
     read_only: bool,
@@ -191,8 +192,8 @@ impl Store {
         self.shared.readers.get()
     }
 
-    /// Whether a checkpoint is due, for [`crate::checkpoint`].
-    pub(crate) fn checkpoint_due(&self) -> &AtomicBool {
+    /// The log length noted for a due checkpoint, for [`crate::checkpoint`].
+    pub(crate) fn checkpoint_due(&self) -> &AtomicI32 {
         &self.shared.checkpoint_due
     }
 

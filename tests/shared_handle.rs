@@ -235,3 +235,36 @@ fn the_log_is_checkpointed_after_commits_not_left_to_grow() {
     let db = std::fs::metadata(&path).unwrap();
     assert!(db.len() > 16 << 20, "the events reached the database file");
 }
+
+#[test]
+fn the_log_stays_bounded_while_several_threads_keep_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sqlite");
+    let store = Store::open(&path).unwrap();
+    store
+        .set_durability(seed_agents_store::Durability::Normal)
+        .unwrap();
+    let sessions: Vec<String> = (0..4).map(|_| session(&store)).collect();
+    // About 48 MB through the log from 4 threads that never pause: a checkpoint running beside
+    // the writer never catches up with it, so the log must at some point be checkpointed while
+    // no batch is open, or it never restarts from its beginning.
+    let text = "x".repeat(8 * 1024);
+    let barrier = Arc::new(Barrier::new(sessions.len()));
+    let threads: Vec<_> = sessions
+        .into_iter()
+        .map(|session| {
+            let (store, barrier, text) = (store.clone(), barrier.clone(), text.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                for _ in 0..1_500 {
+                    store.append_event(A, &session, &message(&text)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let wal = std::fs::metadata(path.with_extension("sqlite-wal")).unwrap();
+    assert!(wal.len() < 32 << 20, "the log grew to {} bytes", wal.len());
+}
