@@ -447,3 +447,85 @@ fn reading_pages_newest_first_and_filters_by_account_kind_and_time() {
         })
     ));
 }
+
+#[test]
+fn a_key_rotation_and_a_key_move_are_recorded_by_the_store_without_the_key() {
+    let (dir, store, _clock) = open();
+    store
+        .set_secret(A, "api-key", VALUE.as_bytes(), None)
+        .unwrap();
+    let report = store
+        .rotate_key(seed_agents_store::keys::RotateOptions::new())
+        .unwrap();
+    assert!(report.complete);
+    let key = seed_agents_store::schema::server_config::get(
+        &store.conn().unwrap(),
+        &format!("secret_encryption_key_v{}", report.key_id),
+    )
+    .unwrap()
+    .unwrap()
+    .value;
+    let file = dir.path().join("moved.key");
+    store
+        .move_key_out(&seed_agents_store::keys::FileKeyProvider::new(&file))
+        .unwrap();
+    let store_actor = seed_agents_store::audit::STORE_ACTOR;
+    let keys: Vec<_> = log(&store)
+        .into_iter()
+        .filter(|(_, _, action, _, _)| action.starts_with("key."))
+        .collect();
+    let event = |action: &str, target: &str| {
+        (
+            store_actor.to_string(),
+            store_actor.to_string(),
+            action.to_string(),
+            target.to_string(),
+            "ok",
+        )
+    };
+    assert_eq!(
+        keys,
+        vec![
+            event("key.create", "secret key 2"),
+            event("key.retire", "secret key 1"),
+            event("key.move", "secret key 2"),
+        ]
+    );
+    assert!(store.verify_audit_log().unwrap().is_intact());
+    for row in all(&store) {
+        let text = format!("{} {}", row.target, row.detail.unwrap_or_default());
+        assert!(!text.contains(&hex(&key)), "{text}");
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn a_key_the_provider_does_not_serve_is_recorded_as_a_failed_decryption() {
+    let (dir, store, _clock) = open();
+    store
+        .set_secret(A, "api-key", VALUE.as_bytes(), None)
+        .unwrap();
+    let file = dir.path().join("moved.key");
+    store
+        .move_key_out(&seed_agents_store::keys::FileKeyProvider::new(&file))
+        .unwrap();
+    // The database provider (the default) no longer holds the key.
+    let err = store.decrypt_secret(A, "api-key").unwrap_err();
+    assert!(matches!(err, Error::KeyNotServed { id: 1, .. }), "{err:?}");
+    let failed = all(&store).pop().unwrap();
+    assert_eq!(
+        (
+            failed.action.as_str(),
+            failed.target.as_str(),
+            failed.outcome
+        ),
+        ("secret.decrypt", "secret api-key", Outcome::Failed)
+    );
+    assert_eq!(
+        failed.detail.as_deref(),
+        Some("the key that encrypted it is not served")
+    );
+}

@@ -8,7 +8,9 @@
 
 use super::registry::{self, config_name};
 use super::{KeyProvider, ProviderKind};
+use crate::audit::{Event, STORE_ACTOR};
 use crate::error::{Error, Result};
+use crate::schema::audit_events::Kind;
 use crate::schema::server_config;
 use crate::{query, Store};
 
@@ -112,7 +114,7 @@ impl Store {
         }
         drop(key);
         self.with_secure_delete(|| {
-            self.write(|tx, _| {
+            self.write(|tx, now| {
                 // Checked again inside the write: a rotation may have started meanwhile.
                 let current = registry::current(tx)?;
                 if current.as_ref().map(|c| (c.id, c.provider))
@@ -131,7 +133,17 @@ impl Store {
                 )
                 .execute(tx)?;
                 query!("DELETE FROM server_config WHERE key = ?1", config_name(id)).execute(tx)?;
-                Ok(())
+                Event::done(
+                    STORE_ACTOR,
+                    Kind::Secret,
+                    "key.move",
+                    format!("secret key {id}"),
+                )
+                .detail(format!(
+                    "moved out of the database to {}",
+                    target.kind().as_str()
+                ))
+                .record(tx, now)
             })
         })?;
         let log_truncated = self.writer().between_batches(|c| -> Result<bool> {

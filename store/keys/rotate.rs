@@ -12,7 +12,9 @@ use rusqlite::Connection;
 
 use super::registry::{self, config_name};
 use super::{EncryptionKey, ProviderKind, Ring};
+use crate::audit::{Event, STORE_ACTOR};
 use crate::error::{Error, Result};
+use crate::schema::audit_events::Kind;
 use crate::secrets::{decrypt, encrypt};
 use crate::{query, Store};
 
@@ -152,10 +154,19 @@ fn begin(conn: &Connection, ring: &mut Ring<'_>, now: i64) -> Result<(i64, bool)
             key
         }
     };
-    Ok((
-        registry::register(conn, ring.provider.kind(), &key, now)?,
-        true,
+    let id = registry::register(conn, ring.provider.kind(), &key, now)?;
+    Event::done(
+        STORE_ACTOR,
+        Kind::Secret,
+        "key.create",
+        format!("secret key {id}"),
+    )
+    .detail(format!(
+        "a rotation's new key, held by {}",
+        ring.provider.kind().as_str()
     ))
+    .record(conn, now)?;
+    Ok((id, true))
 }
 
 /// Re-encrypts up to `rows` rows of `table` under key `key_id`; returns how many.
@@ -250,6 +261,14 @@ fn retire(conn: &Connection, key_id: i64, now: i64) -> Result<Option<Vec<i64>>> 
             )
             .execute(conn)?;
         }
+        Event::done(
+            STORE_ACTOR,
+            Kind::Secret,
+            "key.retire",
+            format!("secret key {}", key.id),
+        )
+        .detail(format!("no value is under it since key {key_id}"))
+        .record(conn, now)?;
         retired.push(key.id);
     }
     Ok(Some(retired))
