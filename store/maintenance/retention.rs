@@ -6,7 +6,7 @@
 //! - the policies live in the database, so the CLI and every server process on the file prune
 //!   with the same ones;
 //! - a policy has an age of at least one millisecond, and a count only where one fits (session
-//!   events), of at least 1; anything else is refused with [`Error::Invalid`] before a write.
+//!   events), of at least 1; anything else is refused with [`Error::Invalid`](crate::Error::Invalid) before a write.
 //!
 //! What "old" means, per kind (`cutoff` is the prune's start time minus `max_age_ms`):
 //!
