@@ -529,3 +529,53 @@ fn a_key_the_provider_does_not_serve_is_recorded_as_a_failed_decryption() {
         Some("the key that encrypted it is not served")
     );
 }
+
+#[test]
+fn reading_another_accounts_agent_or_session_is_recorded_and_reading_ones_own_is_not() {
+    let (_dir, mut store, _clock) = open();
+    let agent_id = agent(&mut store, A, &[]);
+    let session = store
+        .create_session(
+            A,
+            &seed_agents_store::sessions::NewSession {
+                agent_id: agent_id.clone(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let before = log(&store).len();
+    // A's own reads, and B's reads of ids nobody has, record nothing.
+    assert!(store.agent(A, &agent_id).unwrap().is_some());
+    assert!(store.session(A, &session.id).unwrap().is_some());
+    assert!(store
+        .events_after(A, &session.id, 0, None)
+        .unwrap()
+        .is_empty());
+    assert!(store.agent(B, "nobody").unwrap().is_none());
+    assert!(store.session(B, "nobody").unwrap().is_none());
+    assert_eq!(log(&store).len(), before);
+    // B naming A's rows gets the answer of an unknown id, and the refusal is on record.
+    assert!(store.agent(B, &agent_id).unwrap().is_none());
+    assert!(store.session(B, &session.id).unwrap().is_none());
+    assert!(store
+        .events_after(B, &session.id, 0, None)
+        .unwrap()
+        .is_empty());
+    let refusal = |target: String| {
+        (
+            A.to_owned(),
+            B.to_owned(),
+            "access.refused".to_owned(),
+            target,
+            "refused",
+        )
+    };
+    assert_eq!(
+        log(&store)[before..],
+        [
+            refusal(format!("agent {agent_id}")),
+            refusal(format!("session {}", session.id)),
+            refusal(format!("session {}", session.id)),
+        ]
+    );
+}

@@ -29,6 +29,9 @@ fn owner(conn: &Connection, what: &str, id: &str) -> Result<Option<String>> {
         "session" => query!("SELECT account_id FROM sessions WHERE id = ?1", id)
             .fetch_optional(conn)?
             .map(|r| r.account_id),
+        "trigger" => query!("SELECT account_id FROM agent_triggers WHERE id = ?1", id)
+            .fetch_optional(conn)?
+            .map(|r| r.account_id),
         _ => None,
     };
     Ok(owner)
@@ -103,6 +106,23 @@ impl Store {
         match &result {
             Err(Error::NotFound { what, id }) => self.audit_foreign(actor, what, id).and(result),
             _ => result,
+        }
+    }
+
+    /// Passes a read's `found` through; when it found nothing and the row `what` `id` belongs
+    /// to another account than `actor`, first records `access.refused`
+    /// ([`Store::audit_foreign`]). A read of one's own rows, or of an id nobody has, writes
+    /// nothing.
+    pub(crate) fn audit_absent<T>(
+        &self,
+        actor: &str,
+        what: &'static str,
+        id: &str,
+        found: Result<Option<T>>,
+    ) -> Result<Option<T>> {
+        match &found {
+            Ok(None) => self.audit_foreign(actor, what, id).and(found),
+            _ => found,
         }
     }
 

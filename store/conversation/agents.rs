@@ -139,12 +139,14 @@ impl Store {
         })
     }
 
-    /// The agent `id` of `account_id`.
+    /// The agent `id` of `account_id`. Another account's is answered as unknown (`None`), and
+    /// recorded in the audit log (`access.refused`).
     ///
     /// # Errors
     /// [`Error::Sqlite`], or a stored value that does not decode.
     pub fn agent(&self, account_id: &str, id: &str) -> Result<Option<Row>> {
-        agents::get(&self.conn()?, account_id, id)
+        let found = agents::get(&self.conn()?, account_id, id);
+        self.audit_absent(account_id, "agent", id, found)
     }
 
     /// A page of `account_id`'s agents, newest first (`updated_at DESC, id DESC`), starting

@@ -227,12 +227,14 @@ impl Store {
         self.audit_refused(account_id, created)
     }
 
-    /// The session `id` of `account_id`.
+    /// The session `id` of `account_id`. Another account's is answered as unknown (`None`), and
+    /// recorded in the audit log (`access.refused`).
     ///
     /// # Errors
     /// [`Error::Sqlite`], or a stored value that does not decode.
     pub fn session(&self, account_id: &str, id: &str) -> Result<Option<Row>> {
-        sessions::get(&self.conn()?, account_id, id)
+        let found = sessions::get(&self.conn()?, account_id, id);
+        self.audit_absent(account_id, "session", id, found)
     }
 
     /// A page of the agent's sessions, most recently updated first (`updated_at DESC, id DESC`).

@@ -163,7 +163,7 @@ impl Store {
         }
         let webhook = matches!(patch.source, Some(AgentTriggerSource::Webhook(_)));
         let mut ring = crate::keys::Ring::fetch_if(self.key_provider(), webhook);
-        self.write(|tx, now| {
+        let updated = self.write(|tx, now| {
             let mut row = load_trigger(tx, account_id, id)?;
             check_mutable(&row)?;
             if let Some(name) = name {
@@ -202,7 +202,8 @@ impl Store {
                 trigger: row,
                 webhook_secret,
             })
-        })
+        });
+        self.audit_refused(account_id, updated)
     }
 
     /// Enables or disables a trigger.
@@ -222,12 +223,14 @@ impl Store {
         Ok(self.update_trigger(account_id, id, &patch)?.trigger)
     }
 
-    /// A trigger of the account.
+    /// A trigger of the account. Another account's is answered as unknown, and recorded in
+    /// the audit log (`access.refused`).
     ///
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
     pub fn trigger(&self, account_id: &str, id: &str) -> Result<Option<agent_triggers::Row>> {
-        agent_triggers::get(&self.conn()?, account_id, id)
+        let found = agent_triggers::get(&self.conn()?, account_id, id);
+        self.audit_absent(account_id, "trigger", id, found)
     }
 
     /// An agent's triggers, most recently updated first.
@@ -246,7 +249,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn delete_trigger(&self, account_id: &str, id: &str) -> Result<bool> {
-        self.write(|tx, _now| {
+        let deleted = self.write(|tx, _now| {
             if agent_triggers::get(tx, account_id, id)?.is_none() {
                 return Ok(false);
             }
@@ -287,6 +290,10 @@ impl Store {
                 agent_triggers::delete(tx, account_id, &trigger_id)?;
             }
             Ok(true)
-        })
+        })?;
+        if !deleted {
+            self.audit_foreign(account_id, "trigger", id)?;
+        }
+        Ok(deleted)
     }
 }
