@@ -2,7 +2,7 @@
 //! (text, or one JSON document with `--json`); a rotation's progress goes to stderr, one line
 //! per batch.
 
-use crate::report::{print_json, Failure, Format};
+use crate::report::{must_exist, print_json, Failure, Format};
 use seed_agents_store::keys::{provider_from_spec, RotateOptions};
 use seed_agents_store::Store;
 use serde_json::json;
@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 /// Opens the store with the key provider `spec` names (the database when `None`).
 fn open(path: &Path, spec: Option<&str>) -> Result<Store, Failure> {
+    must_exist(path)?;
     let mut options = Store::options();
     if let Some(spec) = spec {
         options = options.boxed_key_provider(provider_from_spec(spec)?);

@@ -4,7 +4,7 @@
 //! Ages are written as a whole number and a unit (`30d`, `12h`, `90m`, `45s`, `500ms`), in the
 //! arguments and in the text reports alike; JSON carries milliseconds.
 
-use crate::report::{Failure, Format};
+use crate::report::{must_exist, Failure, Format};
 use seed_agents_store::prune::PruneOptions;
 use seed_agents_store::retention::{Kind, RetentionPolicy};
 use seed_agents_store::Store;
@@ -57,7 +57,7 @@ fn age(ms: i64) -> String {
 
 /// `retention show`: every kind, with its policy or "kept forever".
 pub(crate) fn show(out: &mut impl Write, path: &Path, format: Format) -> Result<ExitCode, Failure> {
-    let store = Store::open(path)?;
+    let store = Store::open_read_only(path)?;
     let policies = store.retention_policies()?;
     let policy = |kind: Kind| policies.iter().find(|p| p.kind == kind);
     if format == Format::Json {
@@ -109,6 +109,7 @@ pub(crate) fn set(
     kind: Kind,
     policy: RetentionPolicy,
 ) -> Result<ExitCode, Failure> {
+    must_exist(path)?;
     Store::open(path)?.set_retention_policy(kind, &policy)?;
     show(out, path, format)
 }
@@ -120,6 +121,7 @@ pub(crate) fn clear(
     format: Format,
     kind: Kind,
 ) -> Result<ExitCode, Failure> {
+    must_exist(path)?;
     Store::open(path)?.clear_retention_policy(kind)?;
     show(out, path, format)
 }
@@ -132,7 +134,13 @@ pub(crate) fn prune(
     format: Format,
     options: PruneOptions,
 ) -> Result<ExitCode, Failure> {
-    let store = Store::open(path)?;
+    // A dry run never writes, so it opens read-only (and, like a prune, never creates a file).
+    let store = if options.dry_run {
+        Store::open_read_only(path)?
+    } else {
+        must_exist(path)?;
+        Store::open(path)?
+    };
     let report = store.prune(&options)?;
     let longest_ms = report.longest_batch.as_secs_f64() * 1e3;
     if format == Format::Json {

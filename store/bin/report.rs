@@ -44,6 +44,22 @@ pub(crate) fn error_json(e: &Error) -> Value {
     json!({ "error": { "kind": e.kind().as_str(), "message": e.to_string() } })
 }
 
+/// Refuses a path with no file: only `open` creates a database, so a mistyped `--db-path` given
+/// to a maintenance command is an error naming it, not a new empty database.
+pub(crate) fn must_exist(path: &Path) -> Result<(), Failure> {
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Error::Io {
+            path: path.to_owned(),
+            source: io::Error::new(
+                io::ErrorKind::NotFound,
+                "no database here (`seed-agents-db open` creates one)",
+            ),
+        }
+        .into()),
+        _ => Ok(()),
+    }
+}
+
 pub(crate) fn print_json(out: &mut impl Write, doc: &Value) -> io::Result<()> {
     writeln!(out, "{doc:#}")
 }
