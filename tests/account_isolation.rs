@@ -461,7 +461,10 @@ fn cases() -> Vec<Case> {
 
 #[test]
 fn another_accounts_rows_are_refused_like_missing_ones_and_nothing_is_written() {
-    run_cases(&cases(), &["agent", "session", "trigger", "model provider"]);
+    run_cases(
+        &cases(),
+        &["agent", "session", "trigger", "run", "model provider"],
+    );
 }
 
 #[test]

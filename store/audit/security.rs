@@ -29,6 +29,9 @@ fn owner(conn: &Connection, what: &str, id: &str) -> Result<Option<String>> {
         "session" => query!("SELECT account_id FROM sessions WHERE id = ?1", id)
             .fetch_optional(conn)?
             .map(|r| r.account_id),
+        "run" => query!("SELECT account_id FROM runs WHERE id = ?1", id)
+            .fetch_optional(conn)?
+            .map(|r| r.account_id),
         "trigger" => query!("SELECT account_id FROM agent_triggers WHERE id = ?1", id)
             .fetch_optional(conn)?
             .map(|r| r.account_id),

@@ -240,8 +240,8 @@ pub fn world() -> (tempfile::TempDir, Store, Ids, Ids) {
 }
 
 /// Runs every case (see [`probe`]); then the audit log must verify and hold a refusal of B for
-/// each of A's rows `refused` names (`agent`, `session`, `trigger` (the schedule trigger),
-/// `model provider`).
+/// each of A's rows `refused` names (`agent`, `session`, `trigger` (the schedule trigger), `run`
+/// (the running run), `model provider`).
 pub fn run_cases(cases: &[Case], refused: &[&str]) {
     let (_dir, mut store, a, b) = world();
     let start = snapshot(&store);
@@ -283,6 +283,7 @@ pub fn run_cases(cases: &[Case], refused: &[&str]) {
             "agent" => &a.agent,
             "session" => &a.session,
             "trigger" => &a.schedule_trigger,
+            "run" => &a.running_run,
             _ => &a.provider,
         };
         let refused: i64 = conn

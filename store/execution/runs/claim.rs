@@ -56,10 +56,11 @@ impl Store {
     /// otherwise.
     pub fn claim_run(&self, account_id: &str, id: &str, owner: &str) -> Result<Option<runs::Row>> {
         check_owner(owner)?;
-        self.write(|tx, now| {
+        let result = self.write(|tx, now| {
             load_run(tx, account_id, id)?;
             claim_one_query!(account_id, id, owner, now, now + LEASE_MS).fetch_optional(tx)
-        })
+        });
+        self.audit_refused(account_id, result)
     }
 
     /// Marks a claimed run running; the first `started_at` is kept across attempts.

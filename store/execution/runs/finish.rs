@@ -101,7 +101,7 @@ impl Store {
     /// # Errors
     /// [`crate::Error::NotFound`] when the run is not in the account.
     pub fn cancel_run_tree(&self, account_id: &str, id: &str) -> Result<CancelReport> {
-        self.write(|tx, now| {
+        let result = self.write(|tx, now| {
             load_run(tx, account_id, id)?;
             let members = tree_members_query!(account_id, id).fetch_all(tx)?;
             let mut report = CancelReport::default();
@@ -117,6 +117,7 @@ impl Store {
                 }
             }
             Ok(report)
-        })
+        });
+        self.audit_refused(account_id, result)
     }
 }

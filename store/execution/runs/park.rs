@@ -74,7 +74,7 @@ impl Store {
     /// [`Error::Conflict`] when the run is not waiting, [`Error::NotFound`] when it is not in the
     /// account.
     pub fn requeue_run(&self, account_id: &str, id: &str) -> Result<runs::Row> {
-        self.write(|tx, now| {
+        let result = self.write(|tx, now| {
             let mut row = load_run(tx, account_id, id)?;
             if row.status != Status::Waiting {
                 return Err(wrong_status(&row, "requeue"));
@@ -82,7 +82,8 @@ impl Store {
             delete_waits(tx, id)?;
             requeue_waiting(tx, &mut row, now)?;
             Ok(row)
-        })
+        });
+        self.audit_refused(account_id, result)
     }
 
     /// Resolves the child spawned by `tool_call_id` of a parent parked on a children wait: the
@@ -127,7 +128,7 @@ impl Store {
     /// [`Error::Conflict`] when the run is not parked on a budget pause, [`Error::NotFound`]
     /// when it is not in the account.
     pub fn resume_budget_pause(&self, account_id: &str, id: &str) -> Result<runs::Row> {
-        self.write(|tx, now| {
+        let result = self.write(|tx, now| {
             let mut row = load_run(tx, account_id, id)?;
             let wait = row.wait_cbor.as_ref().map(Cbor::decode).transpose()?;
             if row.status != Status::Waiting || !matches!(wait, Some(RunWait::BudgetPause(_))) {
@@ -135,6 +136,7 @@ impl Store {
             }
             requeue_waiting(tx, &mut row, now)?;
             Ok(row)
-        })
+        });
+        self.audit_refused(account_id, result)
     }
 }

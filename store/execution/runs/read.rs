@@ -9,12 +9,14 @@ use crate::schema::runs;
 use crate::Store;
 
 impl Store {
-    /// A run of the account.
+    /// A run of the account. Another account's is answered as unknown, and recorded in the
+    /// audit log (`access.refused`).
     ///
     /// # Errors
     /// [`crate::Error::Sqlite`] or a decode error.
     pub fn run(&self, account_id: &str, id: &str) -> Result<Option<runs::Row>> {
-        runs::get(&self.conn()?, account_id, id)
+        let found = runs::get(&self.conn()?, account_id, id);
+        self.audit_absent(account_id, "run", id, found)
     }
 
     /// Every run of the tree rooted at `root_run_id`, oldest first (through `runs_by_root`).
