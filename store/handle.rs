@@ -192,6 +192,15 @@ impl Store {
         self.shared.readers.get()
     }
 
+    /// A pooled reader inside a read transaction: every read through it sees one snapshot,
+    /// whatever commits meanwhile (a row and the key it names, a log and its head). Returning
+    /// it to the pool ends the transaction.
+    pub(crate) fn snapshot(&self) -> Result<Reader<'_>> {
+        let conn = self.conn()?;
+        conn.execute_batch("BEGIN DEFERRED")?;
+        Ok(conn)
+    }
+
     /// The log length noted for a due checkpoint, for [`crate::checkpoint`].
     pub(crate) fn checkpoint_due(&self) -> &AtomicI32 {
         &self.shared.checkpoint_due

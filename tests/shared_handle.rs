@@ -214,14 +214,20 @@ fn a_read_transaction_left_open_ends_when_its_connection_goes_back() {
     assert_eq!(accounts(&reader), 1);
 }
 
-#[test]
-fn the_log_is_checkpointed_after_commits_not_left_to_grow() {
+/// A store whose commits skip the fsync, for the tests that push megabytes through the log.
+fn fast_store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.sqlite");
-    let store = Store::open(&path).unwrap();
+    let store = Store::open(dir.path().join("s.sqlite")).unwrap();
     store
         .set_durability(seed_agents_store::Durability::Normal)
         .unwrap();
+    (dir, store)
+}
+
+#[test]
+fn the_log_is_checkpointed_after_commits_not_left_to_grow() {
+    let (_dir, store) = fast_store();
+    let path = store.path().to_path_buf();
     let session = session(&store);
     // About 24 MB through the log, 6,000 pages, one commit per append.
     let text = "x".repeat(24 * 1024);
@@ -238,12 +244,8 @@ fn the_log_is_checkpointed_after_commits_not_left_to_grow() {
 
 #[test]
 fn the_log_stays_bounded_while_several_threads_keep_writing() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.sqlite");
-    let store = Store::open(&path).unwrap();
-    store
-        .set_durability(seed_agents_store::Durability::Normal)
-        .unwrap();
+    let (_dir, store) = fast_store();
+    let path = store.path().to_path_buf();
     let sessions: Vec<String> = (0..4).map(|_| session(&store)).collect();
     // About 48 MB through the log from 4 threads that never pause: a checkpoint running beside
     // the writer never catches up with it, so the log must at some point be checkpointed while

@@ -323,10 +323,7 @@ impl Store {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn verify_audit_log(&self) -> Result<AuditReport> {
-        let conn = self.conn()?;
-        // One snapshot: the head and the rows read together, whatever commits meanwhile. The
-        // reader rolls it back when it goes back to the pool.
-        conn.execute_batch("BEGIN DEFERRED")?;
-        verify(&conn)
+        // One snapshot: the head and the rows read together, whatever commits meanwhile.
+        verify(&*self.snapshot()?)
     }
 }

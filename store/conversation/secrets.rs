@@ -340,14 +340,17 @@ impl Store {
     /// [`Error::SecretTooShort`], [`Error::SecretTagMismatch`]; [`Error::Sqlite`].
     pub fn decrypt_secret(&self, account_id: &str, name: &str) -> Result<SecretPlaintext> {
         let name = name.trim();
-        let row = secrets::get_by_name(&self.conn()?, account_id, name)?.ok_or_else(|| {
-            Error::NotFound {
+        let mut ring = Ring::fetch(self.key_provider());
+        // The row and the key it names in one snapshot: a rotation committing between the two
+        // reads could otherwise retire that key in between.
+        let conn = self.snapshot()?;
+        let row =
+            secrets::get_by_name(&conn, account_id, name)?.ok_or_else(|| Error::NotFound {
                 what: "secret",
                 id: name.into(),
-            }
-        })?;
-        let mut ring = Ring::fetch(self.key_provider());
-        let opened = open(&*self.conn()?, &mut ring, row.key_id, &row.ciphertext);
+            })?;
+        let opened = open(&conn, &mut ring, row.key_id, &row.ciphertext);
+        drop(conn);
         self.audit_decrypt(account_id, || format!("secret {name}"), opened)
     }
 }

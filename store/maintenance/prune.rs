@@ -175,7 +175,7 @@ impl Store {
         }
         if options.dry_run {
             // One snapshot for every kind, so the counts agree with each other.
-            let conn = self.conn()?;
+            let conn = self.snapshot()?;
             for pass in &passes {
                 add(
                     &mut report.removed,

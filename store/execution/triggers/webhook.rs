@@ -93,14 +93,12 @@ impl Store {
     /// [`Error::NotFound`] when the trigger has no credential, the secrets module's errors when
     /// the ciphertext does not open under the server key.
     pub fn webhook_secret(&self, account_id: &str, trigger_id: &str) -> Result<WebhookSecret> {
-        let row = credential(&*self.conn()?, account_id, trigger_id)?;
         let mut ring = Ring::fetch(self.key_provider());
-        let opened = crate::secrets::open(
-            &*self.conn()?,
-            &mut ring,
-            row.key_id,
-            &row.secret_ciphertext,
-        );
+        // The credential and the key it names in one snapshot (see `Store::decrypt_secret`).
+        let conn = self.snapshot()?;
+        let row = credential(&conn, account_id, trigger_id)?;
+        let opened = crate::secrets::open(&conn, &mut ring, row.key_id, &row.secret_ciphertext);
+        drop(conn);
         let target = || format!("webhook credential {trigger_id}");
         let plain = self.audit_decrypt(account_id, target, opened)?;
         let text = plain
