@@ -64,12 +64,25 @@ pub(crate) fn verify(
 }
 
 /// What `audit list` asks for.
+#[derive(clap::Args)]
 pub(crate) struct ListArgs {
+    /// Only the events concerning this account.
+    #[arg(long)]
     pub(crate) account: Option<String>,
+    /// Only this kind: provider, secret, tool or security.
+    #[arg(long)]
     pub(crate) kind: Option<String>,
+    /// Only events at or after this time (epoch milliseconds).
+    #[arg(long)]
     pub(crate) since: Option<i64>,
+    /// Only events before this time (epoch milliseconds).
+    #[arg(long)]
     pub(crate) until: Option<i64>,
+    /// Events per page (1 to 200, default 50).
+    #[arg(long)]
     pub(crate) limit: Option<u32>,
+    /// The page token a previous list printed as `next`.
+    #[arg(long)]
     pub(crate) after: Option<String>,
 }
 

@@ -144,26 +144,7 @@ enum AuditCommand {
     /// Walk the hash chain: report edited, deleted, reordered or truncated rows by seq (exit 4).
     Verify,
     /// One page of events, newest first, and the token of the next page.
-    List {
-        /// Only the events concerning this account.
-        #[arg(long)]
-        account: Option<String>,
-        /// Only this kind: provider, secret, tool or security.
-        #[arg(long)]
-        kind: Option<String>,
-        /// Only events at or after this time (epoch milliseconds).
-        #[arg(long)]
-        since: Option<i64>,
-        /// Only events before this time (epoch milliseconds).
-        #[arg(long)]
-        until: Option<i64>,
-        /// Events per page (1 to 200, default 50).
-        #[arg(long)]
-        limit: Option<u32>,
-        /// The page token a previous list printed as `next`.
-        #[arg(long)]
-        after: Option<String>,
-    },
+    List(audit::ListArgs),
 }
 
 fn main() -> ExitCode {
@@ -177,24 +158,7 @@ fn main() -> ExitCode {
         Command::Check => report::check(out, &path, format),
         Command::Docs { out: dir } => report::docs(out, &dir),
         Command::Audit(AuditCommand::Verify) => audit::verify(out, &path, format),
-        Command::Audit(AuditCommand::List {
-            account,
-            kind,
-            since,
-            until,
-            limit,
-            after,
-        }) => {
-            let args = audit::ListArgs {
-                account,
-                kind,
-                since,
-                until,
-                limit,
-                after,
-            };
-            audit::list(out, &path, format, args)
-        }
+        Command::Audit(AuditCommand::List(args)) => audit::list(out, &path, format, args),
         Command::RotateKey {
             key_provider,
             batch_rows,
