@@ -1,6 +1,8 @@
 //! The schema of `seed-agents-store` as data, and nothing else: `schema.sql`, the fresh-install
 //! baseline at the newest version, and `migrations/`, the ordered history from the frozen genesis
-//! (version 0), with `migrations/migrations.lock`.
+//! (version 0), with `migrations/migrations.lock`, and `postgres/`, the PostgreSQL side of the
+//! migrations after version 29 that move data (every other PostgreSQL step is derived from the
+//! model).
 //!
 //! This crate is the one place those files live. Everything that reads them depends on it, so a
 //! published package carries them without a second copy that could drift: the store's build

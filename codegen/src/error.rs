@@ -112,6 +112,12 @@ pub enum Error {
         /// SQLite's error.
         source: rusqlite::Error,
     },
+    /// The PostgreSQL side of the schema cannot be rendered or derived.
+    #[error("PostgreSQL: {message}")]
+    Postgres {
+        /// What PostgreSQL cannot express, or which dialect file to write.
+        message: String,
+    },
     /// Generated Rust did not parse: a bug in the emitter.
     #[error("generated Rust does not parse ({message}); this is a codegen bug")]
     Emit {

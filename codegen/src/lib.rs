@@ -24,6 +24,7 @@ pub mod introspect;
 pub mod lock;
 pub mod migration;
 pub mod model;
+pub mod postgres;
 pub mod project;
 #[cfg(feature = "emit")]
 pub mod query;

@@ -134,6 +134,12 @@ impl Project {
         let mut v = vec![self.schema_path.clone(), self.root.join("migrations")];
         v.push(self.root.join("migrations").join(lock::LOCK_FILE));
         v.extend(self.migrations.iter().map(|m| m.path.clone()));
+        // The PostgreSQL dialect files, when there are any (a path that does not exist would
+        // make cargo rerun the build script every time).
+        let dialect = self.root.join(crate::postgres::DIALECT_DIR);
+        if dialect.is_dir() {
+            v.push(dialect);
+        }
         v
     }
 }

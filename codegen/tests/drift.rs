@@ -1,66 +1,11 @@
 //! Drift is a build error: broken copies of the real schema directory must fail to load with a
 //! message naming the object and the migration, and harmless edits must pass.
 
+mod common;
+
+use common::{assert_mentions, copy, edit, load_err, migration, next, schema, schema_dir};
 use seed_agents_codegen::{Builder, Error, Project};
 use std::fs;
-use std::path::{Path, PathBuf};
-
-fn schema_dir() -> PathBuf {
-    PathBuf::from(seed_agents_schema::DIR)
-}
-
-/// A temporary copy of schema.sql, migrations/ and the lock.
-fn copy() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    fs::copy(
-        schema_dir().join("schema.sql"),
-        dir.path().join("schema.sql"),
-    )
-    .unwrap();
-    fs::create_dir(dir.path().join("migrations")).unwrap();
-    for e in fs::read_dir(schema_dir().join("migrations")).unwrap() {
-        let p = e.unwrap().path();
-        fs::copy(
-            &p,
-            dir.path().join("migrations").join(p.file_name().unwrap()),
-        )
-        .unwrap();
-    }
-    dir
-}
-
-fn edit(path: &Path, from: &str, to: &str) {
-    let text = fs::read_to_string(path).unwrap();
-    assert!(text.contains(from), "{} lacks {from:?}", path.display());
-    fs::write(path, text.replacen(from, to, 1)).unwrap();
-}
-
-fn schema(dir: &tempfile::TempDir) -> PathBuf {
-    dir.path().join("schema.sql")
-}
-
-fn migration(dir: &tempfile::TempDir, name: &str) -> PathBuf {
-    dir.path().join("migrations").join(name)
-}
-
-/// The version one past the real project's newest, and the file name of a migration to it.
-fn next(what: &str) -> (u32, String) {
-    let version = Project::load(schema_dir()).unwrap().latest_version() + 1;
-    (version, format!("{version:04}_{what}.sql"))
-}
-
-fn load_err(dir: &tempfile::TempDir) -> String {
-    match Project::load(dir.path()) {
-        Ok(_) => panic!("expected the project to be refused"),
-        Err(e) => e.to_string(),
-    }
-}
-
-fn assert_mentions(msg: &str, parts: &[&str]) {
-    for p in parts {
-        assert!(msg.contains(p), "message lacks {p:?}:\n{msg}");
-    }
-}
 
 #[test]
 fn the_real_project_loads_clean() {

@@ -119,6 +119,20 @@ fn module(
         .versions
         .iter()
         .map(|s| text_literal(&s.to_canonical_json()));
+    let pg = crate::postgres::plan(project)?;
+    crate::postgres::check_syntax(&pg)?;
+    let pg_baseline = Literal::u32_unsuffixed(pg.baseline);
+    let pg_fresh = pg.fresh.iter().map(|s| text_literal(s));
+    let pg_migrations = pg.steps.iter().map(|step| {
+        let v = Literal::u32_unsuffixed(step.version);
+        let name = &step.name;
+        let sql = text_literal(&step.script());
+        quote! { #rt::EmbeddedMigration { version: #v, name: #name, sql: #sql } }
+    });
+    let pg_fingerprints = pg.fingerprints.iter().map(|(v, f)| {
+        let v = Literal::u32_unsuffixed(*v);
+        quote! { (#v, #f) }
+    });
     let doc_pages = docs.iter().map(|(file, text)| {
         let text = text_literal(text);
         quote! { (#file, #text) }
@@ -158,6 +172,21 @@ fn module(
 
         /// The canonical JSON of the normalized model at every version, indexed by version.
         pub const MODELS: &[&str] = &[#(#models),*];
+
+        /// The first version a PostgreSQL database can be at.
+        pub const POSTGRES_BASELINE: u32 = #pg_baseline;
+
+        /// The PostgreSQL statements that create [`SCHEMA_VERSION`] in an empty schema, rendered
+        /// from the same model as [`SCHEMA_SQL`].
+        pub const POSTGRES_SCHEMA: &[&str] = &[#(#pg_fresh),*];
+
+        /// The PostgreSQL migrations: genesis at [`POSTGRES_BASELINE`], then one per later
+        /// version, derived from the model's diff or read from a dialect file.
+        pub static POSTGRES_MIGRATIONS: &[#rt::EmbeddedMigration] = &[#(#pg_migrations),*];
+
+        /// The fingerprint of the portable structure at every version from
+        /// [`POSTGRES_BASELINE`] on: what a PostgreSQL database's catalogs must read back as.
+        pub const POSTGRES_FINGERPRINTS: &[(u32, &str)] = &[#(#pg_fingerprints),*];
 
         /// The per-table Markdown pages: (file name, text).
         pub const DOCS: &[(&str, &str)] = &[#(#doc_pages),*];
