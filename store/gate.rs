@@ -257,7 +257,7 @@ fn stored_text(conn: &Connection, key: &str) -> crate::Result<Option<String>> {
 }
 
 /// Strict: ASCII digits only, no sign, no spaces.
-fn parse_version(s: &str) -> Option<u32> {
+pub(crate) fn parse_version(s: &str) -> Option<u32> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }

@@ -71,6 +71,8 @@ mod open;
 pub mod paging;
 pub mod payload;
 mod pool;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 mod query;
 mod statistics;
 mod storage;

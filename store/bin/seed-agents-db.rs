@@ -10,6 +10,7 @@
 //! ends the program quietly instead of panicking.
 
 mod audit;
+mod copy;
 mod keys;
 mod maintenance;
 mod report;
@@ -112,6 +113,17 @@ enum Command {
     /// Show or change the retention policies (off for every kind until set).
     #[command(subcommand)]
     Retention(Retention),
+    /// Copy a whole SQLite store into an empty PostgreSQL database, verifying every table's
+    /// row count and checksum: every row arrives or none does.
+    Copy {
+        /// The SQLite file to read (never written; it must be at this binary's version).
+        #[arg(long, value_name = "PATH")]
+        from: PathBuf,
+        /// The PostgreSQL database to fill (`postgres://user:password@host:port/dbname`); it
+        /// must hold no rows.
+        #[arg(long, value_name = "URL", env = "SEED_AGENTS_DB_URL")]
+        to: String,
+    },
 }
 
 /// The retention policies, one per kind: session_events, runs, run_journal, action_idempotency.
@@ -196,6 +208,7 @@ fn main() -> ExitCode {
         Command::Retention(Retention::Clear { kind }) => {
             maintenance::clear(out, &path, format, kind)
         }
+        Command::Copy { from, to } => copy::copy(out, &from, &to, format),
     };
     match result {
         Ok(code) => code,

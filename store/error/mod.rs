@@ -6,8 +6,10 @@
 //! file the gate has judged gets a refusal, each with advice that fits it.
 
 mod kind;
+mod refusal;
 
 pub use kind::ErrorKind;
+pub use refusal::Refusal;
 use std::path::{Path, PathBuf};
 
 /// Everything that can go wrong in the store.
@@ -319,101 +321,68 @@ pub enum Error {
     /// A payload could not be encoded or decoded as DAG-CBOR.
     #[error(transparent)]
     Cbor(#[from] crate::cbor::CborError),
-}
-
-/// Why the schema gate refused a database file.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum Refusal {
-    /// The file is not a SQLite database.
-    #[error("it is not a SQLite database ({message})")]
-    NotADatabase {
-        /// SQLite's message.
-        message: String,
+    // The PostgreSQL backend.
+    /// The PostgreSQL server failed or refused a statement, or could not be reached.
+    #[cfg(feature = "postgres")]
+    #[error("PostgreSQL at {database}: {source}")]
+    Postgres {
+        /// The database, as its URL without the password.
+        database: String,
+        /// The client's error (with the server's SQLSTATE when the server answered).
+        source: postgres::Error,
     },
-    /// There is no `server_config` table: the file predates version tracking.
-    #[error("it has no server_config table, so its schema version is unknown (it predates version tracking); this binary is at version {supported}")]
-    NoServerConfig {
-        /// This binary's version.
-        supported: u32,
+    /// The schema gate refused the PostgreSQL database; nothing in it was changed.
+    #[error("refusing to use the PostgreSQL database {database}: {reason}\n{}", reason.postgres_advice(database))]
+    PostgresRefused {
+        /// The database, as its URL without the password.
+        database: String,
+        /// Why.
+        reason: Refusal,
     },
-    /// The legacy `schema_version` key is present.
-    #[error("it carries the legacy schema_version key ({value:?}) from before migrations were tracked; this binary is at version {supported}")]
-    LegacyVersionKey {
-        /// The legacy value, as text.
-        value: String,
-        /// This binary's version.
-        supported: u32,
+    /// A PostgreSQL migration failed; its transaction was rolled back and the database is
+    /// unchanged.
+    #[error("migrating the PostgreSQL database {database} from version {from} to {to} failed in {migration}: {source}. The transaction was rolled back and the database is still at version {from}")]
+    PostgresMigration {
+        /// The database, as its URL without the password.
+        database: String,
+        /// The version it was at (and still is).
+        from: u32,
+        /// The version the migration was going to.
+        to: u32,
+        /// The step that failed, e.g. `0032_secret_keys`.
+        migration: String,
+        /// What failed.
+        source: Box<Error>,
     },
-    /// `schema_migration_version` is missing.
-    #[error("server_config has no schema_migration_version key, so its schema version is unknown; this binary is at version {supported}")]
-    MissingVersion {
-        /// This binary's version.
-        supported: u32,
+    /// `copy` refuses a target that already holds rows: it copies a whole store or nothing.
+    #[error("refusing to copy into {database}: it is not empty ({}); copy into a new, empty database", tables.join(", "))]
+    CopyTargetNotEmpty {
+        /// The target database, as its URL without the password.
+        database: String,
+        /// The tables that hold rows, with their counts, or the objects that are not the
+        /// store's.
+        tables: Vec<String>,
     },
-    /// `schema_migration_version` is not a version number.
-    #[error("its schema_migration_version {value:?} is not a version number; this binary is at version {supported}")]
-    UnparseableVersion {
-        /// The stored value, as text.
-        value: String,
-        /// This binary's version.
-        supported: u32,
-    },
-    /// The file is newer than this binary.
-    #[error("it is at schema version {found}, newer than this binary's version {supported}")]
-    VersionAhead {
-        /// The file's version.
-        found: u32,
-        /// This binary's version.
-        supported: u32,
-    },
-    /// SQLite finds the file damaged: a failed `quick_check`, a corrupt page, or a file cut short.
-    #[error("it is damaged: {detail}")]
-    Corrupt {
-        /// What was found.
+    /// A value of the source cannot be stored in the target's column type.
+    #[error("{table}.{column} of the row {key} holds {detail}, which its PostgreSQL column cannot hold; nothing was copied")]
+    CopyValue {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+        /// The row's primary key.
+        key: String,
+        /// The value's type and why it does not fit.
         detail: String,
     },
-    /// The structure is not the one of the version the file claims.
-    #[error("it claims schema version {version} (this binary is at version {supported}), but its structure differs from version {version}:\n{diff}")]
-    StructureMismatch {
-        /// The claimed version.
-        version: u32,
-        /// This binary's version.
-        supported: u32,
-        /// The differences, one object per entry.
-        diff: String,
+    /// What arrived differs from what was read, so the copy was rolled back.
+    #[error("copying {table} did not verify: {detail}; nothing was copied")]
+    CopyMismatch {
+        /// The table.
+        table: String,
+        /// The counts or checksums that differ.
+        detail: String,
     },
-}
-
-impl Refusal {
-    /// What a person should do about a file refused for this reason, naming `path`. Only a file
-    /// that is not what this store wrote is ever suggested to be moved aside; no advice deletes a
-    /// database that might be fine.
-    pub fn advice(&self, path: &Path) -> String {
-        let p = path.display();
-        match self {
-            Refusal::NotADatabase { .. } => format!(
-                "Check --db-path and $SEED_AGENTS_DB_PATH for a mistyped path first: {p} is not the database. \
-                 If it is the right path and its content is not needed, move it aside (mv {p} {p}.bad) and open again to start fresh."
-            ),
-            Refusal::NoServerConfig { .. }
-            | Refusal::LegacyVersionKey { .. }
-            | Refusal::MissingVersion { .. }
-            | Refusal::UnparseableVersion { .. } => format!(
-                "Check --db-path for a mistyped path first: this file was not written by a version of the server this binary can upgrade. \
-                 To start fresh, move {p} and its -wal/-shm files aside and open again."
-            ),
-            Refusal::VersionAhead { .. } => {
-                "This binary is older than the database: upgrade the binary. The file is fine; do not delete it.".to_string()
-            }
-            Refusal::Corrupt { .. } => format!(
-                "Restore {p} from a backup, or salvage it with `sqlite3 {p} .recover`; `seed-agents-db check` lists what is damaged. The file was left as it was."
-            ),
-            Refusal::StructureMismatch { .. } => format!(
-                "Its tables were changed outside the migrations: restore {p} from a backup, or repair the structure listed above. The file was left as it was."
-            ),
-        }
-    }
 }
 
 impl Error {

@@ -1,0 +1,130 @@
+//! Why the schema gate refuses a database, and what a person should do about it.
+//!
+//! Invariant: only a database the gate has judged gets a refusal, each with advice that fits
+//! it, and no advice deletes a database that might be fine.
+
+use std::path::Path;
+
+/// Why the schema gate refused a database file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The file is not a SQLite database.
+    #[error("it is not a SQLite database ({message})")]
+    NotADatabase {
+        /// SQLite's message.
+        message: String,
+    },
+    /// There is no `server_config` table: the file predates version tracking.
+    #[error("it has no server_config table, so its schema version is unknown (it predates version tracking); this binary is at version {supported}")]
+    NoServerConfig {
+        /// This binary's version.
+        supported: u32,
+    },
+    /// The legacy `schema_version` key is present.
+    #[error("it carries the legacy schema_version key ({value:?}) from before migrations were tracked; this binary is at version {supported}")]
+    LegacyVersionKey {
+        /// The legacy value, as text.
+        value: String,
+        /// This binary's version.
+        supported: u32,
+    },
+    /// `schema_migration_version` is missing.
+    #[error("server_config has no schema_migration_version key, so its schema version is unknown; this binary is at version {supported}")]
+    MissingVersion {
+        /// This binary's version.
+        supported: u32,
+    },
+    /// `schema_migration_version` is not a version number.
+    #[error("its schema_migration_version {value:?} is not a version number; this binary is at version {supported}")]
+    UnparseableVersion {
+        /// The stored value, as text.
+        value: String,
+        /// This binary's version.
+        supported: u32,
+    },
+    /// The file is newer than this binary.
+    #[error("it is at schema version {found}, newer than this binary's version {supported}")]
+    VersionAhead {
+        /// The file's version.
+        found: u32,
+        /// This binary's version.
+        supported: u32,
+    },
+    /// SQLite finds the file damaged: a failed `quick_check`, a corrupt page, or a file cut short.
+    #[error("it is damaged: {detail}")]
+    Corrupt {
+        /// What was found.
+        detail: String,
+    },
+    /// A PostgreSQL database claims a version from before the PostgreSQL backend existed.
+    #[error("it claims schema version {found}, but PostgreSQL databases start at version {baseline}, so no store wrote it")]
+    BeforePostgres {
+        /// The claimed version.
+        found: u32,
+        /// The first version a PostgreSQL database can be at.
+        baseline: u32,
+    },
+    /// The structure is not the one of the version the file claims.
+    #[error("it claims schema version {version} (this binary is at version {supported}), but its structure differs from version {version}:\n{diff}")]
+    StructureMismatch {
+        /// The claimed version.
+        version: u32,
+        /// This binary's version.
+        supported: u32,
+        /// The differences, one object per entry.
+        diff: String,
+    },
+}
+
+impl Refusal {
+    /// What a person should do about a file refused for this reason, naming `path`. Only a file
+    /// that is not what this store wrote is ever suggested to be moved aside; no advice deletes a
+    /// database that might be fine.
+    pub fn advice(&self, path: &Path) -> String {
+        let p = path.display();
+        match self {
+            Refusal::NotADatabase { .. } => format!(
+                "Check --db-path and $SEED_AGENTS_DB_PATH for a mistyped path first: {p} is not the database. \
+                 If it is the right path and its content is not needed, move it aside (mv {p} {p}.bad) and open again to start fresh."
+            ),
+            Refusal::NoServerConfig { .. }
+            | Refusal::LegacyVersionKey { .. }
+            | Refusal::MissingVersion { .. }
+            | Refusal::UnparseableVersion { .. }
+            | Refusal::BeforePostgres { .. } => format!(
+                "Check --db-path for a mistyped path first: this file was not written by a version of the server this binary can upgrade. \
+                 To start fresh, move {p} and its -wal/-shm files aside and open again."
+            ),
+            Refusal::VersionAhead { .. } => {
+                "This binary is older than the database: upgrade the binary. The file is fine; do not delete it.".to_string()
+            }
+            Refusal::Corrupt { .. } => format!(
+                "Restore {p} from a backup, or salvage it with `sqlite3 {p} .recover`; `seed-agents-db check` lists what is damaged. The file was left as it was."
+            ),
+            Refusal::StructureMismatch { .. } => format!(
+                "Its tables were changed outside the migrations: restore {p} from a backup, or repair the structure listed above. The file was left as it was."
+            ),
+        }
+    }
+
+    /// What a person should do about a PostgreSQL database refused for this reason, naming
+    /// `database`. Nothing is ever suggested to be dropped.
+    pub fn postgres_advice(&self, database: &str) -> String {
+        match self {
+            Refusal::NoServerConfig { .. }
+            | Refusal::LegacyVersionKey { .. }
+            | Refusal::MissingVersion { .. }
+            | Refusal::UnparseableVersion { .. }
+            | Refusal::BeforePostgres { .. } => format!(
+                "Check --db-url and $SEED_AGENTS_DB_URL first: {database} holds tables this store did not write. Point it at an empty database (or one this store created)."
+            ),
+            Refusal::VersionAhead { .. } => {
+                "This binary is older than the database: upgrade the binary. The database is fine.".to_string()
+            }
+            Refusal::NotADatabase { .. } | Refusal::Corrupt { .. } | Refusal::StructureMismatch { .. } => format!(
+                "Its tables were changed outside the migrations: restore {database} from a backup, or repair the structure listed above. Nothing was changed."
+            ),
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! The gate on PostgreSQL: decides, without writing, whether the database is empty, at a known
+//! version with exactly that version's structure, or to be refused, with the refusals SQLite's
+//! gate makes.
+//!
+//! Invariant: the version and the structure are read in one `REPEATABLE READ, READ ONLY`
+//! transaction (one snapshot), so a migration committed by another node is seen whole or not at
+//! all, and nothing is ever written.
+
+use super::Database;
+use crate::error::{Error, Refusal, Result};
+use crate::gate::{LEGACY_VERSION_KEY, VERSION_KEY};
+use crate::schema;
+use postgres::GenericClient;
+use seed_agents_codegen::{diff, postgres as dialect, Schema};
+
+/// What the gate found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// No table at all in the connection's schema: install the baseline.
+    Fresh,
+    /// A verified database at this version (possibly behind the binary).
+    At(u32),
+}
+
+impl Database {
+    /// Judges the database, in one read-only snapshot.
+    ///
+    /// # Errors
+    /// [`Error::PostgresRefused`] when the database is not one this binary can use (its
+    /// structure, its version key); [`Error::Postgres`] when the server fails.
+    pub fn inspect(&mut self) -> Result<State> {
+        let name = self.name.clone();
+        let mut tx = self
+            .client
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(|source| fail(&name, source))?;
+        let state = judge(&mut tx, &name);
+        // Nothing was written: ending the snapshot cannot lose anything.
+        let _ = tx.rollback();
+        state
+    }
+}
+
+impl Database {
+    /// The structure read from the catalogs, in the portable model both backends share: what
+    /// [`Database::inspect`] compares with a version's fingerprint.
+    ///
+    /// # Errors
+    /// [`Error::Postgres`] when the server fails.
+    pub fn structure(&mut self) -> Result<Schema> {
+        let name = self.name.clone();
+        dialect::introspect(&mut self.client).map_err(|e| fail(&name, e))
+    }
+}
+
+/// The gate's reads, inside the caller's transaction (a migration runs them again under its
+/// lock).
+pub(super) fn judge(client: &mut impl GenericClient, name: &str) -> Result<State> {
+    let refused = |reason| Error::PostgresRefused {
+        database: name.to_string(),
+        reason,
+    };
+    let supported = schema::SCHEMA_VERSION;
+    let objects: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')",
+            &[],
+        )
+        .map_err(|e| fail(name, e))?
+        .get(0);
+    if objects == 0 {
+        return Ok(State::Fresh);
+    }
+    let has_config: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND table_name = 'server_config' \
+             AND column_name = 'value' AND data_type = 'bytea')",
+            &[],
+        )
+        .map_err(|e| fail(name, e))?
+        .get(0);
+    if !has_config {
+        return Err(refused(Refusal::NoServerConfig { supported }));
+    }
+    let mut read = |key: &str| -> Result<Option<String>> {
+        let row = client
+            .query_opt("SELECT value FROM server_config WHERE key = $1", &[&key])
+            .map_err(|e| fail(name, e))?;
+        Ok(row.map(|r| String::from_utf8_lossy(r.get::<_, &[u8]>(0)).into_owned()))
+    };
+    if let Some(value) = read(LEGACY_VERSION_KEY)? {
+        return Err(refused(Refusal::LegacyVersionKey { value, supported }));
+    }
+    let value = read(VERSION_KEY)?.ok_or_else(|| refused(Refusal::MissingVersion { supported }))?;
+    let version = crate::gate::parse_version(&value).ok_or_else(|| {
+        refused(Refusal::UnparseableVersion {
+            value: value.clone(),
+            supported,
+        })
+    })?;
+    if version > supported {
+        return Err(refused(Refusal::VersionAhead {
+            found: version,
+            supported,
+        }));
+    }
+    if version < schema::POSTGRES_BASELINE {
+        return Err(refused(Refusal::BeforePostgres {
+            found: version,
+            baseline: schema::POSTGRES_BASELINE,
+        }));
+    }
+    let actual = dialect::introspect(client).map_err(|e| fail(name, e))?;
+    let expected = expected(version);
+    if actual.fingerprint() != fingerprint(version) {
+        return Err(refused(Refusal::StructureMismatch {
+            version,
+            supported,
+            diff: diff::render(
+                &diff(&expected, &actual),
+                "the version",
+                "the database",
+                |_| None,
+            ),
+        }));
+    }
+    Ok(State::At(version))
+}
+
+/// The portable structure a PostgreSQL database at `version` has.
+pub(super) fn expected(version: u32) -> Schema {
+    let model = Schema::from_canonical_json(schema::MODELS[version as usize])
+        .expect("the build embeds every version's model as canonical JSON");
+    dialect::portable(&model)
+}
+
+/// The fingerprint of [`expected`], as the build computed it.
+fn fingerprint(version: u32) -> &'static str {
+    schema::POSTGRES_FINGERPRINTS
+        .iter()
+        .find(|(v, _)| *v == version)
+        .map(|(_, f)| *f)
+        .expect("the build embeds a fingerprint for every version from the baseline on")
+}
+
+pub(super) fn fail(name: &str, source: postgres::Error) -> Error {
+    Error::Postgres {
+        database: name.to_string(),
+        source,
+    }
+}

@@ -1,0 +1,254 @@
+//! The PostgreSQL schema on a real server: fresh equals migrated at every version, the gate's
+//! refusals leave the database untouched, and nodes preparing one database at once install it
+//! exactly once.
+
+mod postgres_common;
+
+use postgres_common::{contents, TempDb};
+use seed_agents_codegen::{postgres as dialect, Schema};
+use seed_agents_store::postgres::{Database, State};
+use seed_agents_store::{schema, Error, Outcome, Refusal};
+
+fn model(version: u32) -> Schema {
+    dialect::portable(&Schema::from_canonical_json(schema::MODELS[version as usize]).unwrap())
+}
+
+fn set_version(client: &mut postgres::Client, version: &str) {
+    client
+        .execute(
+            "INSERT INTO server_config (key, value) VALUES ('schema_migration_version', $1) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            &[&version.as_bytes()],
+        )
+        .unwrap();
+}
+
+#[test]
+fn a_fresh_install_reads_back_as_the_latest_model() {
+    let Some(db) = TempDb::new("fresh_install") else {
+        return;
+    };
+    let mut database = Database::connect(&db.url).unwrap();
+    assert_eq!(database.inspect().unwrap(), State::Fresh);
+    assert_eq!(
+        database.prepare().unwrap(),
+        Outcome::Fresh {
+            version: schema::SCHEMA_VERSION
+        }
+    );
+    assert_eq!(database.structure().unwrap(), model(schema::SCHEMA_VERSION));
+    assert_eq!(
+        database.inspect().unwrap(),
+        State::At(schema::SCHEMA_VERSION)
+    );
+    assert_eq!(
+        database.prepare().unwrap(),
+        Outcome::Current {
+            version: schema::SCHEMA_VERSION
+        }
+    );
+}
+
+/// Genesis at the baseline, then every step one at a time: after each the catalogs read back as
+/// that version's model and the gate accepts it at that version; at the end the structure is the
+/// fresh install's.
+#[test]
+fn every_step_from_the_baseline_reads_back_as_its_version_and_ends_at_the_fresh_structure() {
+    let Some(fresh) = TempDb::new("steps_fresh") else {
+        return;
+    };
+    let Some(migrated) = TempDb::new("steps_migrated") else {
+        return;
+    };
+    let mut fresh_db = Database::connect(&fresh.url).unwrap();
+    fresh_db.prepare().unwrap();
+
+    let mut client = migrated.client();
+    let mut database = Database::connect(&migrated.url).unwrap();
+    for step in schema::POSTGRES_MIGRATIONS {
+        client.batch_execute(step.sql).unwrap_or_else(|e| {
+            panic!("{} failed on PostgreSQL: {e}", step.name);
+        });
+        set_version(&mut client, &step.version.to_string());
+        assert_eq!(
+            database.structure().unwrap(),
+            model(step.version),
+            "{}",
+            step.name
+        );
+        assert_eq!(database.inspect().unwrap(), State::At(step.version));
+    }
+    assert_eq!(database.structure().unwrap(), fresh_db.structure().unwrap());
+}
+
+/// The whole upgrade from the baseline as `prepare` runs it: one transaction, rows kept, the
+/// data-moving step (0032) filling what its dialect file says.
+#[test]
+fn prepare_migrates_a_baseline_database_with_rows_in_one_go() {
+    let Some(db) = TempDb::new("prepare_migrates") else {
+        return;
+    };
+    let mut client = db.client();
+    client
+        .batch_execute(schema::POSTGRES_MIGRATIONS[0].sql)
+        .unwrap();
+    set_version(&mut client, &schema::POSTGRES_BASELINE.to_string());
+    client
+        .batch_execute(
+            "INSERT INTO accounts (id, created_at, updated_at) VALUES ('acct', 1, 1);
+             INSERT INTO secrets (id, account_id, name, ciphertext, created_at, updated_at)
+                 VALUES ('s1', 'acct', 'token', '\\x00', 1, 1);",
+        )
+        .unwrap();
+    let mut database = Database::connect(&db.url).unwrap();
+    assert_eq!(
+        database.prepare().unwrap(),
+        Outcome::Migrated {
+            from: schema::POSTGRES_BASELINE,
+            to: schema::SCHEMA_VERSION
+        }
+    );
+    let key: i64 = client
+        .query_one("SELECT key_id FROM secrets WHERE id = 's1'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(key, 1);
+    let provider: String = client
+        .query_one("SELECT provider FROM secret_keys WHERE id = 1", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(provider, "database");
+    assert_eq!(database.structure().unwrap(), model(schema::SCHEMA_VERSION));
+}
+
+fn refusal(database: &mut Database) -> Refusal {
+    match database.inspect() {
+        Err(Error::PostgresRefused { reason, .. }) => reason,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// Each refusal, by `inspect` and by `prepare`, leaves every row and every object as it was.
+#[test]
+fn the_gate_refuses_what_sqlite_refuses_and_changes_nothing() {
+    let latest = schema::SCHEMA_VERSION;
+    type Case = (&'static str, String, fn(&Refusal) -> bool);
+    let cases: Vec<Case> = vec![
+        (
+            "foreign table",
+            "CREATE TABLE notes (id text PRIMARY KEY)".into(),
+            |r| matches!(r, Refusal::NoServerConfig { .. }),
+        ),
+        (
+            "no version key",
+            "CREATE TABLE server_config (key text PRIMARY KEY, value bytea NOT NULL)".into(),
+            |r| matches!(r, Refusal::MissingVersion { .. }),
+        ),
+        (
+            "legacy key",
+            "CREATE TABLE server_config (key text PRIMARY KEY, value bytea NOT NULL);
+             INSERT INTO server_config VALUES ('schema_version', '\\x3132')"
+                .into(),
+            |r| matches!(r, Refusal::LegacyVersionKey { value, .. } if value == "12"),
+        ),
+        (
+            "unparseable version",
+            "CREATE TABLE server_config (key text PRIMARY KEY, value bytea NOT NULL);
+             INSERT INTO server_config VALUES ('schema_migration_version', '\\x7a')"
+                .into(),
+            |r| matches!(r, Refusal::UnparseableVersion { value, .. } if value == "z"),
+        ),
+        (
+            "before the baseline",
+            "CREATE TABLE server_config (key text PRIMARY KEY, value bytea NOT NULL);
+             INSERT INTO server_config VALUES ('schema_migration_version', '\\x3132')"
+                .into(),
+            |r| matches!(r, Refusal::BeforePostgres { found: 12, .. }),
+        ),
+    ];
+    for (what, sql, expected) in cases {
+        let Some(db) = TempDb::new("gate_refuses") else {
+            return;
+        };
+        let mut client = db.client();
+        client.batch_execute(&sql).unwrap();
+        let before = contents(&mut client);
+        let mut database = Database::connect(&db.url).unwrap();
+        let reason = refusal(&mut database);
+        assert!(expected(&reason), "{what}: {reason:?}");
+        assert!(matches!(
+            database.prepare(),
+            Err(Error::PostgresRefused { .. })
+        ));
+        assert_eq!(
+            contents(&mut client),
+            before,
+            "{what}: the database changed"
+        );
+    }
+
+    // A store from a newer binary, and one whose structure was changed by hand.
+    let Some(db) = TempDb::new("gate_ahead") else {
+        return;
+    };
+    let mut database = Database::connect(&db.url).unwrap();
+    database.prepare().unwrap();
+    let mut client = db.client();
+    set_version(&mut client, &(latest + 1).to_string());
+    let before = contents(&mut client);
+    assert!(
+        matches!(refusal(&mut database), Refusal::VersionAhead { found, .. } if found == latest + 1)
+    );
+    assert!(database.prepare().is_err());
+    assert_eq!(contents(&mut client), before);
+
+    set_version(&mut client, &latest.to_string());
+    client.batch_execute("DROP INDEX runs_by_finished").unwrap();
+    let before = contents(&mut client);
+    let reason = refusal(&mut database);
+    let Refusal::StructureMismatch { version, diff, .. } = &reason else {
+        panic!("{reason:?}")
+    };
+    assert_eq!(*version, latest);
+    assert!(diff.contains("runs_by_finished"), "{diff}");
+    let message = database.prepare().unwrap_err().to_string();
+    assert!(message.contains("runs_by_finished"), "{message}");
+    assert!(!message.to_lowercase().contains("drop"), "{message}");
+    assert_eq!(contents(&mut client), before);
+}
+
+/// Four nodes preparing one empty database at once: one installs, the others find it current.
+#[test]
+fn nodes_preparing_one_database_at_once_install_it_once() {
+    let Some(db) = TempDb::new("prepare_race") else {
+        return;
+    };
+    let outcomes: Vec<Outcome> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| Database::connect(&db.url).unwrap().prepare().unwrap()))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let installs = outcomes
+        .iter()
+        .filter(|o| matches!(o, Outcome::Fresh { .. }))
+        .count();
+    assert_eq!(installs, 1, "{outcomes:?}");
+    let mut database = Database::connect(&db.url).unwrap();
+    assert_eq!(
+        database.inspect().unwrap(),
+        State::At(schema::SCHEMA_VERSION)
+    );
+}
+
+#[test]
+fn an_unreachable_server_is_reported_as_storage_trouble_naming_the_database() {
+    let err = Database::connect("postgres://nobody:secret@127.0.0.1:1/agents").unwrap_err();
+    assert_eq!(err.kind(), seed_agents_store::ErrorKind::Storage);
+    let message = err.to_string();
+    assert!(
+        message.contains("postgres://nobody@127.0.0.1:1/agents"),
+        "{message}"
+    );
+    assert!(!message.contains("secret"), "{message}");
+}
