@@ -252,3 +252,24 @@ fn an_unreachable_server_is_reported_as_storage_trouble_naming_the_database() {
     );
     assert!(!message.contains("secret"), "{message}");
 }
+
+/// Text compares byte by byte as on SQLite: a column collated otherwise is a structure the gate
+/// refuses, naming the column.
+#[test]
+fn a_text_column_in_another_collation_is_refused() {
+    let Some(db) = TempDb::new("gate_collation") else {
+        return;
+    };
+    let mut database = Database::connect(&db.url).unwrap();
+    database.prepare().unwrap();
+    db.client()
+        .batch_execute("ALTER TABLE sessions ALTER COLUMN title TYPE text COLLATE \"POSIX\"")
+        .unwrap();
+    let Refusal::StructureMismatch { diff, .. } = refusal(&mut database) else {
+        panic!("expected a structure mismatch")
+    };
+    assert!(
+        diff.contains("sessions") && diff.contains("POSIX"),
+        "{diff}"
+    );
+}

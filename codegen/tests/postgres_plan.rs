@@ -62,7 +62,7 @@ fn a_new_nullable_column_and_a_new_index_are_derived() {
     assert_eq!(
         step.statements,
         vec![
-            "ALTER TABLE runs ADD COLUMN note text".to_string(),
+            "ALTER TABLE runs ADD COLUMN note text COLLATE \"C\"".to_string(),
             "CREATE INDEX runs_by_note ON runs (note DESC) WHERE note is not null".to_string(),
         ]
     );

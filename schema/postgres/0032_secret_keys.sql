@@ -3,8 +3,8 @@
 -- key), as columns added in place, since PostgreSQL alters tables without rebuilding them.
 CREATE TABLE secret_keys (
     id bigint NOT NULL,
-    provider text NOT NULL,
-    fingerprint text,
+    provider text COLLATE "C" NOT NULL,
+    fingerprint text COLLATE "C",
     created_at bigint NOT NULL,
     retired_at bigint,
     CONSTRAINT secret_keys_pkey PRIMARY KEY (id),

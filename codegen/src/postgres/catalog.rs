@@ -41,14 +41,15 @@ fn read_table(
     };
     for row in client.query(
         "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), a.attnotnull, \
-         pg_get_expr(d.adbin, d.adrelid) \
+         pg_get_expr(d.adbin, d.adrelid), co.collname::text \
          FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
+         LEFT JOIN pg_collation co ON co.oid = a.attcollation \
          WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
         &[&oid],
     )? {
         let column = Column {
             name: row.get(0),
-            decl_type: type_name(row.get(1)),
+            decl_type: type_name(row.get(1), row.get(4)),
             not_null: row.get(2),
             default: row.get::<_, Option<String>>(3).map(|d| normal(strip_cast(&d))),
             pk: 0,
@@ -142,11 +143,13 @@ fn read_table(
 }
 
 /// The model's type name for a PostgreSQL type: the affinity the DDL renderer mapped from, or
-/// the type's own name (which then differs from every model) for anything else.
-fn type_name(pg: String) -> String {
+/// the type's own name (which then differs from every model) for anything else, text in a
+/// collation other than "C" included.
+fn type_name(pg: String, collation: Option<String>) -> String {
     let affinity = match pg.as_str() {
         "bigint" => Affinity::Integer,
-        "text" => Affinity::Text,
+        "text" if collation.as_deref() == Some("C") => Affinity::Text,
+        "text" => return format!("TEXT COLLATE {}", collation.as_deref().unwrap_or("<none>")),
         "bytea" => Affinity::Blob,
         "double precision" => Affinity::Real,
         "numeric" => Affinity::Numeric,

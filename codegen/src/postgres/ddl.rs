@@ -3,7 +3,8 @@
 //! Invariant: [`render`] of a model creates a database whose catalogs read back (see
 //! `catalog`) as [`portable`] of that same model, so one fingerprint judges both backends'
 //! structure. Types map by SQLite affinity (INTEGER is `bigint`, TEXT `text`, BLOB `bytea`,
-//! REAL `double precision`), so every stored value keeps its SQLite meaning; constraints keep
+//! REAL `double precision`; text in the byte-order "C" collation), so every stored value keeps
+//! its SQLite meaning and order; constraints keep
 //! PostgreSQL's default names, so a later step can name what it drops. Foreign keys are checked
 //! per statement, as SQLite checks them, and are deferrable for a bulk copy.
 
@@ -56,7 +57,9 @@ pub(crate) fn normal(expr: &str) -> String {
 fn pg_type(column: &Column) -> &'static str {
     match column.affinity() {
         Affinity::Integer => "bigint",
-        Affinity::Text => "text",
+        // Compared and ordered byte by byte, as SQLite's BINARY collation does, whatever the
+        // database's locale: keys, keyset pages and sorts agree on both backends.
+        Affinity::Text => "text COLLATE \"C\"",
         Affinity::Blob => "bytea",
         Affinity::Real => "double precision",
         Affinity::Numeric => "numeric",
