@@ -18,7 +18,7 @@ pub trait FromRow: Sized {
     /// # Errors
     /// When a value does not fit its field (a text outside an enum's set, a bool other than 0
     /// or 1, a value of the wrong storage class).
-    fn from_row(row: &rusqlite::Row<'_>) -> Result<Self>;
+    fn from_row(row: &dyn crate::Columns) -> Result<Self>;
 }
 
 impl Store {
@@ -57,14 +57,18 @@ impl Store {
 
     /// Runs a rendered statement: the I/O half of [`Store::select`].
     pub(crate) fn select_bound<R: FromRow>(&self, bound: Bound) -> Result<Vec<R>> {
-        // Not the statement cache: run-time statements vary and would evict the hot ones.
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(&bound.sql)?;
-        let mut rows = stmt.query(rusqlite::params_from_iter(bound.params))?;
         let mut out = Vec::new();
-        while let Some(row) = rows.next()? {
-            out.push(R::from_row(row)?);
-        }
+        let params: Vec<&dyn rusqlite::ToSql> = bound
+            .params
+            .iter()
+            .map(|p| p as &dyn rusqlite::ToSql)
+            .collect();
+        self.reading()?
+            .db()
+            .each_row_once(&bound.sql, &params, &mut |row| {
+                out.push(R::from_row(row)?);
+                Ok(true)
+            })?;
         Ok(out)
     }
 }

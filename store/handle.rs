@@ -17,6 +17,7 @@ use rusqlite::Connection;
 
 use crate::clock::Clock;
 use crate::commit::{Bounds, CommitStats, Writer};
+use crate::db::{Db, Executor};
 use crate::error::{self, Result};
 use crate::keys::KeyProvider;
 use crate::migrate::Outcome;
@@ -192,13 +193,18 @@ impl Store {
         self.shared.readers.get()
     }
 
-    /// A pooled reader inside a read transaction: every read through it sees one snapshot,
-    /// whatever commits meanwhile (a row and the key it names, a log and its head). Returning
-    /// it to the pool ends the transaction.
-    pub(crate) fn snapshot(&self) -> Result<Reader<'_>> {
+    /// A read connection for an operation, on whichever backend holds the store.
+    pub(crate) fn reading(&self) -> Result<Reading<'_>> {
+        Ok(Reading::Sqlite(self.conn()?))
+    }
+
+    /// A read connection inside a read transaction: every read through it sees one snapshot,
+    /// whatever commits meanwhile (a row and the key it names, a log and its head). Dropping it
+    /// ends the transaction.
+    pub(crate) fn snapshot(&self) -> Result<Reading<'_>> {
         let conn = self.conn()?;
         conn.execute_batch("BEGIN DEFERRED")?;
-        Ok(conn)
+        Ok(Reading::Sqlite(conn))
     }
 
     /// The log length noted for a due checkpoint, for [`crate::checkpoint`].
@@ -255,11 +261,33 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`](crate::Error::Sqlite) when a count fails.
     pub fn table_counts(&self) -> Result<Vec<(&'static str, i64)>> {
-        let conn = self.conn()?;
+        let conn = self.reading()?;
         schema::TABLE_COUNTS
             .iter()
-            .map(|(t, count)| Ok((*t, count(&conn)?)))
+            .map(|(t, count)| Ok((*t, count(&conn.db())?)))
             .collect()
+    }
+}
+
+/// A read connection of an operation ([`Store::reading`], [`Store::snapshot`]): what its
+/// statements run on, through [`Executor`].
+pub(crate) enum Reading<'a> {
+    /// A pooled SQLite reader.
+    Sqlite(Reader<'a>),
+}
+
+impl Reading<'_> {
+    /// The connection, for an operation's statements.
+    pub(crate) fn db(&self) -> Db<'_> {
+        match self {
+            Reading::Sqlite(reader) => Db::sqlite(reader),
+        }
+    }
+}
+
+impl Executor for Reading<'_> {
+    fn db(&self) -> Db<'_> {
+        Reading::db(self)
     }
 }
 

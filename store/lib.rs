@@ -57,6 +57,7 @@ mod checkpoint;
 pub mod clock;
 mod commit;
 mod conversation;
+mod db;
 mod dynamic;
 mod error;
 mod execution;
@@ -82,6 +83,7 @@ mod write;
 pub use conversation::{
     accounts, agents, deletion, events, idempotency, providers, secrets, sessions,
 };
+pub use db::{Columns, Db, Executor};
 pub use dynamic::FromRow;
 pub use error::{Error, ErrorKind, Refusal, Result};
 pub use execution::{journal, lease, runs, triggers, waits, watermarks};
@@ -135,6 +137,7 @@ pub mod schema {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::cbor::Cbor;
+    pub use crate::db::{Columns, Db, Executor};
     pub use crate::dynamic::FromRow;
     pub use crate::error::{Error, Result};
     pub use crate::migrate::EmbeddedMigration;

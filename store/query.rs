@@ -5,16 +5,16 @@
 //! are decoded by [`FromColumn`], the same decoding the generated row structs use, so a stored
 //! value outside an enum's set or a bool other than 0/1 is the same typed error everywhere.
 
+use crate::db::{Columns, Executor};
 use crate::error::{Error, Result};
-use rusqlite::types::{ToSql, Value};
-use rusqlite::{Connection, Row};
-use std::borrow::Borrow;
+use rusqlite::types::{FromSql, FromSqlError, ToSql, Value};
 
 /// A statement checked at compile time, ready to run on a connection.
 pub struct Query<'a, R> {
     sql: &'static str,
+    postgres: &'static str,
     params: &'a [&'a dyn ToSql],
-    decode: fn(&Row<'_>) -> Result<R>,
+    decode: fn(&dyn Columns) -> Result<R>,
 }
 
 impl<R> std::fmt::Debug for Query<'_, R> {
@@ -27,36 +27,54 @@ impl<R> std::fmt::Debug for Query<'_, R> {
 }
 
 impl<'a, R> Query<'a, R> {
-    /// Used by the macros: the checked SQL, the arguments in parameter order and the decoder.
+    /// Used by the macros: the checked SQL, its PostgreSQL translation, the arguments in
+    /// parameter order and the decoder.
     #[doc(hidden)]
     pub fn new(
         sql: &'static str,
+        postgres: &'static str,
         params: &'a [&'a dyn ToSql],
-        decode: fn(&Row<'_>) -> Result<R>,
+        decode: fn(&dyn Columns) -> Result<R>,
     ) -> Self {
         Query {
             sql,
+            postgres,
             params,
             decode,
         }
     }
 
-    /// The SQL as checked.
+    /// The SQL as checked (SQLite's dialect).
     pub fn sql(&self) -> &'static str {
         self.sql
+    }
+
+    /// The same statement in PostgreSQL's dialect, as the macro translated and parsed it.
+    pub fn postgres_sql(&self) -> &'static str {
+        self.postgres
+    }
+
+    /// The statement as `conn`'s backend runs it.
+    fn text(&self, conn: &impl Executor) -> &'static str {
+        if conn.db().is_postgres() {
+            self.postgres
+        } else {
+            self.sql
+        }
     }
 
     /// Every row.
     ///
     /// # Errors
     /// [`Error::Sqlite`] when SQLite fails, or a decoding error of a value (see [`FromColumn`]).
-    pub fn fetch_all(self, conn: &impl Borrow<Connection>) -> Result<Vec<R>> {
+    pub fn fetch_all(self, conn: &impl Executor) -> Result<Vec<R>> {
         let decode = self.decode;
         let mut out = Vec::new();
-        each_row(conn.borrow(), self.sql, self.params, &mut |row| {
-            out.push(decode(row)?);
-            Ok(true)
-        })?;
+        conn.db()
+            .each_row(self.text(conn), self.params, &mut |row| {
+                out.push(decode(row)?);
+                Ok(true)
+            })?;
         Ok(out)
     }
 
@@ -65,29 +83,27 @@ impl<'a, R> Query<'a, R> {
     ///
     /// # Errors
     /// As [`Query::fetch_all`], or the first error `f` returns (which stops the walk).
-    pub fn for_each(
-        self,
-        conn: &impl Borrow<Connection>,
-        mut f: impl FnMut(R) -> Result<()>,
-    ) -> Result<()> {
+    pub fn for_each(self, conn: &impl Executor, mut f: impl FnMut(R) -> Result<()>) -> Result<()> {
         let decode = self.decode;
-        each_row(conn.borrow(), self.sql, self.params, &mut |row| {
-            f(decode(row)?)?;
-            Ok(true)
-        })
+        conn.db()
+            .each_row(self.text(conn), self.params, &mut |row| {
+                f(decode(row)?)?;
+                Ok(true)
+            })
     }
 
     /// The first row, if any.
     ///
     /// # Errors
     /// As [`Query::fetch_all`].
-    pub fn fetch_optional(self, conn: &impl Borrow<Connection>) -> Result<Option<R>> {
+    pub fn fetch_optional(self, conn: &impl Executor) -> Result<Option<R>> {
         let decode = self.decode;
         let mut out = None;
-        each_row(conn.borrow(), self.sql, self.params, &mut |row| {
-            out = Some(decode(row)?);
-            Ok(false)
-        })?;
+        conn.db()
+            .each_row(self.text(conn), self.params, &mut |row| {
+                out = Some(decode(row)?);
+                Ok(false)
+            })?;
         Ok(out)
     }
 
@@ -95,7 +111,7 @@ impl<'a, R> Query<'a, R> {
     ///
     /// # Errors
     /// [`Error::NoRows`] when the statement returns none; otherwise as [`Query::fetch_all`].
-    pub fn fetch_one(self, conn: &impl Borrow<Connection>) -> Result<R> {
+    pub fn fetch_one(self, conn: &impl Executor) -> Result<R> {
         let sql = self.sql;
         self.fetch_optional(conn)?.ok_or(Error::NoRows { sql })
     }
@@ -104,28 +120,29 @@ impl<'a, R> Query<'a, R> {
     ///
     /// # Errors
     /// [`Error::Sqlite`] when SQLite fails (including when the statement returns rows).
-    pub fn execute(self, conn: &impl Borrow<Connection>) -> Result<usize> {
-        let mut stmt = conn.borrow().prepare_cached(self.sql)?;
-        Ok(stmt.execute(self.params)?)
+    pub fn execute(self, conn: &impl Executor) -> Result<usize> {
+        conn.db().execute(self.text(conn), self.params)
     }
 }
 
-/// Runs `sql` and hands each row to `f` until it returns `false`. Not generic, so the hundreds of
-/// record types the macros create share one copy of the statement loop.
-fn each_row(
-    conn: &Connection,
-    sql: &str,
-    params: &[&dyn ToSql],
-    f: &mut dyn FnMut(&Row<'_>) -> Result<bool>,
-) -> Result<()> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    let mut rows = stmt.query(params)?;
-    while let Some(row) = rows.next()? {
-        if !f(row)? {
-            break;
-        }
-    }
-    Ok(())
+/// Reads column `idx` of `row` as `T`, failing as `rusqlite::Row::get` does: a value of the wrong
+/// storage class is `InvalidColumnType` naming the column as the statement does (else
+/// `column`), an integer out of range
+/// `IntegralValueOutOfRange`, anything else a conversion failure.
+fn get<T: FromSql>(row: &dyn Columns, idx: usize, column: &str) -> Result<T> {
+    let value = row.value(idx)?;
+    T::column_result(value).map_err(|e| {
+        Error::Sqlite(match e {
+            FromSqlError::InvalidType => {
+                let name = row.name(idx).unwrap_or(column).to_string();
+                rusqlite::Error::InvalidColumnType(idx, name, value.data_type())
+            }
+            FromSqlError::OutOfRange(i) => rusqlite::Error::IntegralValueOutOfRange(idx, i),
+            other => {
+                rusqlite::Error::FromSqlConversionFailure(idx, value.data_type(), Box::new(other))
+            }
+        })
+    })
 }
 
 /// Decodes one column of a result row into a field type, naming the table and column in errors.
@@ -137,7 +154,7 @@ pub trait FromColumn: Sized {
     /// [`Error::Sqlite`] for a NULL into a non-`Option` or a value of the wrong storage class,
     /// [`Error::UnknownEnumValue`] and [`Error::InvalidBool`] for values outside their set.
     fn from_column(
-        row: &Row<'_>,
+        row: &dyn Columns,
         idx: usize,
         table: &'static str,
         column: &'static str,
@@ -147,8 +164,8 @@ pub trait FromColumn: Sized {
 macro_rules! from_sql_column {
     ($($t:ty),*) => {$(
         impl FromColumn for $t {
-            fn from_column(row: &Row<'_>, idx: usize, _: &'static str, _: &'static str) -> Result<Self> {
-                Ok(row.get(idx)?)
+            fn from_column(row: &dyn Columns, idx: usize, _: &'static str, column: &'static str) -> Result<Self> {
+                get(row, idx, column)
             }
         }
     )*};
@@ -156,19 +173,24 @@ macro_rules! from_sql_column {
 from_sql_column!(i64, f64, String, Vec<u8>, Value);
 
 impl<T: 'static> FromColumn for crate::cbor::Cbor<T> {
-    fn from_column(row: &Row<'_>, idx: usize, _: &'static str, _: &'static str) -> Result<Self> {
-        Ok(row.get(idx)?)
+    fn from_column(
+        row: &dyn Columns,
+        idx: usize,
+        _: &'static str,
+        column: &'static str,
+    ) -> Result<Self> {
+        get(row, idx, column)
     }
 }
 
 impl FromColumn for bool {
     fn from_column(
-        row: &Row<'_>,
+        row: &dyn Columns,
         idx: usize,
         table: &'static str,
         column: &'static str,
     ) -> Result<Self> {
-        match row.get::<_, i64>(idx)? {
+        match get::<i64>(row, idx, column)? {
             0 => Ok(false),
             1 => Ok(true),
             value => Err(Error::InvalidBool {
@@ -182,12 +204,12 @@ impl FromColumn for bool {
 
 impl<T: FromColumn> FromColumn for Option<T> {
     fn from_column(
-        row: &Row<'_>,
+        row: &dyn Columns,
         idx: usize,
         table: &'static str,
         column: &'static str,
     ) -> Result<Self> {
-        match row.get_ref(idx)? {
+        match row.value(idx)? {
             rusqlite::types::ValueRef::Null => Ok(None),
             _ => T::from_column(row, idx, table, column).map(Some),
         }
@@ -200,13 +222,13 @@ impl<T: FromColumn> FromColumn for Option<T> {
 /// [`Error::UnknownEnumValue`] for a text outside the set; [`Error::Sqlite`] for a non-text.
 #[doc(hidden)]
 pub fn enum_from_column<E>(
-    row: &Row<'_>,
+    row: &dyn Columns,
     idx: usize,
     table: &'static str,
     column: &'static str,
     parse: fn(&str) -> Option<E>,
 ) -> Result<E> {
-    let value: String = row.get(idx)?;
+    let value: String = get(row, idx, column)?;
     parse(&value).ok_or(Error::UnknownEnumValue {
         table,
         column,
@@ -302,13 +324,13 @@ pub trait FromColumns: Sized {
     ///
     /// # Errors
     /// As [`FromColumn::from_column`] for the first column that fails.
-    fn from_columns(row: &Row<'_>, origins: &[(&'static str, &'static str)]) -> Result<Self>;
+    fn from_columns(row: &dyn Columns, origins: &[(&'static str, &'static str)]) -> Result<Self>;
 }
 
 macro_rules! from_columns_tuple {
     ($($t:ident $i:tt),+) => {
         impl<$($t: FromColumn),+> FromColumns for ($($t,)+) {
-            fn from_columns(row: &Row<'_>, origins: &[(&'static str, &'static str)]) -> Result<Self> {
+            fn from_columns(row: &dyn Columns, origins: &[(&'static str, &'static str)]) -> Result<Self> {
                 Ok(($($t::from_column(row, $i, origins[$i].0, origins[$i].1)?,)+))
             }
         }

@@ -3,13 +3,13 @@
 //! Invariant: a write runs inside a `BEGIN IMMEDIATE` transaction (the write lock taken first,
 //! so it never fails half way on a lock upgrade), alone or in its own savepoint of a batch, with
 //! "now" read once from the store's clock, and it commits only when the operation returns `Ok`:
-//! an error or an early return rolls back everything it wrote, and nothing of any other write. The operation sees a plain `&Connection`, never the transaction itself,
+//! an error or an early return rolls back everything it wrote, and nothing of any other write. The operation sees a plain `&Db`, never the transaction itself,
 //! so that the frame batches concurrent operations into one commit (group commit), each in its
 //! own savepoint, without any operation knowing.
 
 use std::time::{Duration, Instant};
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::error::Result;
 use crate::Store;
@@ -20,7 +20,7 @@ impl Store {
     ///
     /// Concurrent writes share one commit ([`crate::commit`]): `op` runs in its own savepoint
     /// when others went before it in the batch, and this returns once the batch is durable.
-    pub(crate) fn write<T>(&self, op: impl FnOnce(&Connection, i64) -> Result<T>) -> Result<T> {
+    pub(crate) fn write<T>(&self, op: impl FnOnce(&Db, i64) -> Result<T>) -> Result<T> {
         self.write_timed(op).map(|(value, _)| value)
     }
 
@@ -29,10 +29,12 @@ impl Store {
     /// may follow on a read connection (which holds no lock a writer needs).
     pub(crate) fn write_timed<T>(
         &self,
-        op: impl FnOnce(&Connection, i64) -> Result<T>,
+        op: impl FnOnce(&Db, i64) -> Result<T>,
     ) -> Result<(T, Duration)> {
         let started = Instant::now();
-        let outcome = self.writer().run(|conn| op(conn, self.now_ms()));
+        let outcome = self
+            .writer()
+            .run(|conn| op(&Db::sqlite(conn), self.now_ms()));
         let took = started.elapsed();
         self.checkpoint_if_due();
         outcome.map(|value| (value, took))

@@ -129,7 +129,7 @@ fn cases() -> Vec<Case> {
                 .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
                 .unwrap();
             seed_agents_store::events::append_event(
-                &tx,
+                &seed_agents_store::Db::sqlite(&tx),
                 now,
                 B,
                 &a.session,

@@ -204,7 +204,7 @@ fn workspace_schema_items() {
     assert_eq!(
         params(get),
         [
-            "conn:&impl::std::borrow::Borrow<crate::__private::rusqlite::Connection>",
+            "conn:&implcrate::__private::Executor",
             "account_id:&str",
             "id:&str"
         ]
@@ -424,11 +424,13 @@ fn fixture_fragments() {
         "::std::borrow::Cow::Borrowed(self.name())",
         "Self::Table => TABLE,",
         r#"Self::Type => "type","#,
-        // Account scoping and a cached statement.
+        // Account scoping.
         r#"WHERE "account_id" = ?1 AND "id" = ?2"#,
         r#"WHERE "account_id" = ?1 AND "type" = ?2"#,
         r#"WHERE "account_id" = ?1 AND "kind" = ?2 ORDER BY "created_at" DESC, "id" ASC"#,
-        "conn.prepare_cached(SQL)?",
+        // Both dialects, run through the checked-query runtime.
+        r#"WHERE "account_id" = $1 AND "id" = $2"#,
+        "crate::rt::Query::new(SQL, PG_SQL, params, Row::from_row)",
         "pub mod widgets {",
         "/// Widgets of an account.",
     ];

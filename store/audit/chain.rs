@@ -9,7 +9,7 @@
 //! `audit_chain` names the newest row: an edited, moved, deleted or truncated row breaks one of
 //! these links.
 
-use rusqlite::Connection;
+use crate::db::Db;
 use sha2::{Digest, Sha256};
 
 use super::Event;
@@ -44,7 +44,7 @@ impl Ends {
 }
 
 /// The chain's ends: the stored row, `None` when there is none.
-pub(crate) fn ends(conn: &Connection) -> Result<Option<Ends>> {
+pub(crate) fn ends(conn: &Db) -> Result<Option<Ends>> {
     Ok(
         query!("SELECT head_seq, head_hash, anchor_seq, anchor_hash FROM audit_chain WHERE id = 1")
             .fetch_optional(conn)?
@@ -58,7 +58,7 @@ pub(crate) fn ends(conn: &Connection) -> Result<Option<Ends>> {
 }
 
 /// Stores the chain's ends.
-pub(crate) fn store_ends(conn: &Connection, ends: &Ends) -> Result<()> {
+pub(crate) fn store_ends(conn: &Db, ends: &Ends) -> Result<()> {
     query!(
         "INSERT INTO audit_chain (id, head_seq, head_hash, anchor_seq, anchor_hash) \
          VALUES (1, ?1, ?2, ?3, ?4) ON CONFLICT (id) DO UPDATE SET head_seq = excluded.head_seq, \
@@ -113,7 +113,7 @@ fn hash(prev_hash: &[u8], f: &Fields<'_>) -> [u8; 32] {
 }
 
 /// Appends `event` at the head, at time `now`, and moves the head to it.
-pub(crate) fn append(conn: &Connection, now: i64, event: &Event<'_>) -> Result<()> {
+pub(crate) fn append(conn: &Db, now: i64, event: &Event<'_>) -> Result<()> {
     let mut ends = ends(conn)?.unwrap_or_else(Ends::empty);
     let seq = ends.head_seq + 1;
     let fields = Fields {
@@ -243,7 +243,7 @@ impl AuditReport {
 }
 
 /// Walks the log in seq order, checking every link.
-fn verify(conn: &Connection) -> Result<AuditReport> {
+fn verify(conn: &Db) -> Result<AuditReport> {
     let stored = ends(conn)?;
     let ends = stored.clone().unwrap_or_else(Ends::empty);
     let mut problems = Vec::new();
@@ -324,6 +324,6 @@ impl Store {
     /// ```
     pub fn verify_audit_log(&self) -> Result<AuditReport> {
         // One snapshot: the head and the rows read together, whatever commits meanwhile.
-        verify(&*self.snapshot()?)
+        verify(&self.snapshot()?.db())
     }
 }

@@ -26,7 +26,7 @@ mod security;
 
 use std::borrow::Cow;
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::error::Result;
 use crate::schema::audit_events::{Kind, Outcome};
@@ -89,7 +89,7 @@ impl<'a> Event<'a> {
     ///
     /// # Errors
     /// [`crate::Error::Sqlite`].
-    pub(crate) fn record(&self, conn: &Connection, now: i64) -> Result<()> {
+    pub(crate) fn record(&self, conn: &Db, now: i64) -> Result<()> {
         chain::append(conn, now, self)
     }
 }

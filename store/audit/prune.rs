@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use super::chain::{ends, store_ends};
 use super::{Event, STORE_ACTOR};
@@ -29,13 +29,7 @@ pub struct AuditPruned {
 
 /// Removes one batch: up to `batch_rows` of the oldest rows written before `cutoff`, none past
 /// seq `through`. Returns how many.
-fn prune_batch(
-    conn: &Connection,
-    now: i64,
-    cutoff: i64,
-    through: i64,
-    batch_rows: i64,
-) -> Result<u64> {
+fn prune_batch(conn: &Db, now: i64, cutoff: i64, through: i64, batch_rows: i64) -> Result<u64> {
     let Some(mut ends) = ends(conn)? else {
         return Ok(0);
     };
@@ -100,7 +94,7 @@ impl Store {
         let age = i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX);
         let cutoff = self.now_ms().saturating_sub(age);
         // Only the rows there were when it started: its own `audit.prune` events are newer.
-        let through = ends(&*self.conn()?)?.map_or(0, |e| e.head_seq);
+        let through = ends(&self.reading()?.db())?.map_or(0, |e| e.head_seq);
         let mut pruned = AuditPruned::default();
         loop {
             let removed =
@@ -111,7 +105,7 @@ impl Store {
             pruned.rows += removed;
             pruned.batches += 1;
         }
-        pruned.anchor_seq = ends(&*self.conn()?)?.map_or(0, |e| e.anchor_seq);
+        pruned.anchor_seq = ends(&self.reading()?.db())?.map_or(0, |e| e.anchor_seq);
         Ok(pruned)
     }
 }

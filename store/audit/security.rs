@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use super::Event;
 use crate::error::{Error, Result};
@@ -18,7 +18,7 @@ use crate::schema::audit_events::{Kind, Outcome};
 use crate::{query, Store};
 
 /// The account owning the row `what` `id` names, for the rows accounts address by a global id.
-fn owner(conn: &Connection, what: &str, id: &str) -> Result<Option<String>> {
+fn owner(conn: &Db, what: &str, id: &str) -> Result<Option<String>> {
     let owner = match what {
         "model provider" => query!("SELECT account_id FROM model_providers WHERE id = ?1", id)
             .fetch_optional(conn)?
@@ -62,7 +62,7 @@ impl Store {
     /// Appends the event `event` builds (if any) in a write of its own.
     fn security_event<'a>(
         &self,
-        event: impl FnOnce(&Connection) -> Result<Option<Event<'a>>>,
+        event: impl FnOnce(&Db) -> Result<Option<Event<'a>>>,
     ) -> Result<()> {
         if self.is_read_only() {
             return Ok(());
@@ -82,7 +82,7 @@ impl Store {
     /// When the event cannot be written.
     pub(crate) fn audit_foreign(&self, actor: &str, what: &'static str, id: &str) -> Result<()> {
         // Looked up on a reader first: an id nobody has (or the caller's own) costs no write.
-        let foreign = owner(&*self.conn()?, what, id)?.is_some_and(|owner| owner != actor);
+        let foreign = owner(&self.reading()?.db(), what, id)?.is_some_and(|owner| owner != actor);
         if !foreign {
             return Ok(());
         }

@@ -5,7 +5,7 @@
 //! crate calls [`touch`] in the same transaction as the row it writes (the foreign keys would
 //! refuse the row otherwise). Signer grants are single-statement upserts.
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::check::invalid;
 use crate::error::{Error, Result};
@@ -21,7 +21,7 @@ use crate::Store;
 /// # Errors
 /// [`Error::Invalid`] (field `account_id`) for an empty, padded or over-long id;
 /// [`Error::Sqlite`] otherwise.
-pub fn touch(conn: &Connection, account_id: &str, now: i64) -> Result<()> {
+pub fn touch(conn: &Db, account_id: &str, now: i64) -> Result<()> {
     check_id("account_id", account_id)?;
     query!(
         "INSERT INTO accounts (id, created_at, updated_at) VALUES (?1, ?2, ?2) \

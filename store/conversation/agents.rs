@@ -13,7 +13,7 @@
 
 use std::path::{Component, Path};
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::accounts;
 use crate::cbor::Cbor;
@@ -93,7 +93,7 @@ fn agent_not_found(id: &str) -> Error {
 
 /// The agent `id` in any account: only for [`Store::access`], which starts from the agent and
 /// decides itself what the asking account may learn (so it is not public).
-fn agent_by_id(conn: &Connection, id: &str) -> Result<Option<Row>> {
+fn agent_by_id(conn: &Db, id: &str) -> Result<Option<Row>> {
     query_as!(
         Row,
         "SELECT id, account_id, definition_cbor, state_dir, status, public_read, public_chat, \
@@ -416,8 +416,8 @@ impl Store {
     /// agent of another account that `account_id` has no invitation to: the two are answered
     /// alike, so probing ids reveals nothing. [`Error::Sqlite`] otherwise.
     pub fn access(&self, agent_id: &str, account_id: &str) -> Result<Access> {
-        let agent =
-            agent_by_id(&*self.conn()?, agent_id)?.ok_or_else(|| agent_not_found(agent_id))?;
+        let agent = agent_by_id(&self.reading()?.db(), agent_id)?
+            .ok_or_else(|| agent_not_found(agent_id))?;
         if agent.account_id == account_id {
             return Ok(Access::Owner);
         }
@@ -440,7 +440,7 @@ impl Store {
 ///
 /// # Errors
 /// As [`Store::create_agent`].
-pub fn create_agent(conn: &Connection, now: i64, account_id: &str, new: &NewAgent) -> Result<Row> {
+pub fn create_agent(conn: &Db, now: i64, account_id: &str, new: &NewAgent) -> Result<Row> {
     check_state_dir(&new.state_dir)?;
     accounts::touch(conn, account_id, now)?;
     let row = Row {

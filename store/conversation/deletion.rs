@@ -22,7 +22,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::error::{Error, Result};
 use crate::query;
@@ -44,7 +44,7 @@ pub struct AgentDeletion {
 ///
 /// # Errors
 /// [`Error::NotFound`] (`session`); [`Error::Sqlite`] otherwise.
-pub fn delete_session(conn: &Connection, account_id: &str, session_id: &str) -> Result<()> {
+pub fn delete_session(conn: &Db, account_id: &str, session_id: &str) -> Result<()> {
     sessions::get(conn, account_id, session_id)?.ok_or_else(|| Error::NotFound {
         what: "session",
         id: session_id.into(),
@@ -80,7 +80,7 @@ pub fn delete_session(conn: &Connection, account_id: &str, session_id: &str) -> 
 /// # Errors
 /// [`Error::NotFound`] (`agent`); [`Error::Sqlite`] otherwise.
 pub fn delete_agent_rows(
-    conn: &Connection,
+    conn: &Db,
     now: i64,
     account_id: &str,
     agent_id: &str,

@@ -24,7 +24,7 @@
 //! An event's actor is the stamped one, else derived from its shape as `sessionEventActor()`
 //! does: a user-role message is `user`, an error is `system`, everything else is `agent`.
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::cbor::Cbor;
 use crate::check::invalid;
@@ -118,7 +118,7 @@ pub fn message_from(event: &SessionEventPayload) -> Option<SessionActor> {
 /// # Errors
 /// As [`Store::append_event`].
 pub fn append_event(
-    conn: &Connection,
+    conn: &Db,
     now: i64,
     account_id: &str,
     session_id: &str,

@@ -15,7 +15,7 @@
 //! - a conflict is recorded in the audit log (`idempotency.conflict`) by a write of its own after
 //!   the refusal, since the refused transaction rolled back.
 
-use rusqlite::Connection;
+use crate::db::Db;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -122,7 +122,7 @@ fn replay<R: DeserializeOwned>(row: &Row, request: &[u8], action: Action) -> Res
 
 /// Writes the record (the caller checked there is none, in the same transaction).
 fn insert(
-    conn: &Connection,
+    conn: &Db,
     now: i64,
     account_id: &str,
     action: Action,
@@ -161,7 +161,7 @@ impl Store {
         action: Action,
         client_request_id: Option<&str>,
         request: &Req,
-        run: impl FnOnce(&Connection, i64) -> Result<R>,
+        run: impl FnOnce(&Db, i64) -> Result<R>,
     ) -> Result<Outcome<R>>
     where
         Req: Serialize + ?Sized,

@@ -15,10 +15,10 @@
 //! - a set or a delete appends its audit event (naming the secret, never its value) in its
 //!   transaction; a failed decryption is recorded after it failed ([`crate::audit`]).
 
+use crate::db::Db;
 use aes_gcm::aead::AeadInPlace;
 use aes_gcm::{Aes256Gcm, KeyInit, Nonce, Tag};
 use rand::RngCore;
-use rusqlite::Connection;
 use zeroize::Zeroizing;
 
 use crate::keys::{registry, EncryptionKey, Ring};
@@ -201,12 +201,7 @@ pub(crate) struct Sealed {
 /// # Errors
 /// [`Error::Invalid`] (`value`) for a value over [`MAX_VALUE_BYTES`]; the key's errors
 /// ([`Error::NoSecretKey`], [`Error::KeyNotServed`], the provider's); [`Error::Sqlite`].
-pub(crate) fn seal(
-    conn: &Connection,
-    ring: &mut Ring<'_>,
-    now: i64,
-    plaintext: &[u8],
-) -> Result<Sealed> {
+pub(crate) fn seal(conn: &Db, ring: &mut Ring<'_>, now: i64, plaintext: &[u8]) -> Result<Sealed> {
     check_value(plaintext)?;
     let (key_id, key) = registry::for_sealing(conn, ring, now)?;
     Ok(Sealed {
@@ -221,7 +216,7 @@ pub(crate) fn seal(
 /// As [`decrypt`], and [`Error::NoSecretKey`], [`Error::KeyNotServed`] or the provider's error
 /// when the key is not to be had.
 pub(crate) fn open(
-    conn: &Connection,
+    conn: &Db,
     ring: &mut Ring<'_>,
     key_id: i64,
     blob: &[u8],
@@ -349,7 +344,7 @@ impl Store {
                 what: "secret",
                 id: name.into(),
             })?;
-        let opened = open(&conn, &mut ring, row.key_id, &row.ciphertext);
+        let opened = open(&conn.db(), &mut ring, row.key_id, &row.ciphertext);
         drop(conn);
         self.audit_decrypt(account_id, || format!("secret {name}"), opened)
     }

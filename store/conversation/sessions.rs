@@ -16,7 +16,7 @@
 //!
 //! `status` is the runs' derived mirror and is written by the run queue, not here.
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::accounts;
 use crate::cbor::Cbor;
@@ -179,12 +179,7 @@ fn edit_session<T>(
 ///
 /// # Errors
 /// As [`Store::create_session`].
-pub fn create_session(
-    conn: &Connection,
-    now: i64,
-    account_id: &str,
-    new: &NewSession,
-) -> Result<Row> {
+pub fn create_session(conn: &Db, now: i64, account_id: &str, new: &NewSession) -> Result<Row> {
     let title = new.title.as_deref().map(title_text).transpose()?;
     agents::get(conn, account_id, &new.agent_id)?.ok_or_else(|| Error::NotFound {
         what: "agent",

@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::cbor::Cbor;
 use crate::error::{Error, Result};
@@ -95,7 +95,7 @@ impl Appended {
 /// The one seq allocator and cap check. Appends `entry` to `run`'s journal inside the caller's
 /// (IMMEDIATE) transaction, or fails the run with `journal-cap` when the entry would pass a cap.
 pub(crate) fn append_in_tx(
-    conn: &Connection,
+    conn: &Db,
     account_id: &str,
     run_id: &str,
     entry: &WorkflowJournalEntry,
@@ -167,7 +167,7 @@ impl Store {
         run_id: &str,
         after_seq: i64,
     ) -> Result<Vec<JournalRecord>> {
-        load_run(&*self.conn()?, account_id, run_id)?;
+        load_run(&self.reading()?.db(), account_id, run_id)?;
         query!(
             "SELECT seq, entry_cbor, created_at FROM run_journal WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
             run_id,

@@ -9,7 +9,7 @@
 //! unique over time: a worker that reclaims its own swept run holds a new attempt, and the old
 //! attempt's late writes must still be refused.
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::error::{Error, Result};
 use crate::schema::runs::{self, Status};
@@ -82,7 +82,7 @@ impl Claim {
 
 /// The run under `claim`, read inside the caller's write transaction, or [`Error::LeaseLost`]
 /// when the lease has moved ([`Error::NotFound`] when the run is not in the claim's account).
-pub(crate) fn fence(conn: &Connection, claim: &Claim) -> Result<runs::Row> {
+pub(crate) fn fence(conn: &Db, claim: &Claim) -> Result<runs::Row> {
     let row =
         runs::get(conn, &claim.account_id, &claim.run_id)?.ok_or_else(|| Error::NotFound {
             what: "run",

@@ -18,7 +18,7 @@
 //! match an activity event when every present one is equal, resources compared without their
 //! version and query.
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::cbor::Cbor;
 use crate::check::non_empty;
@@ -174,7 +174,7 @@ pub fn matches_activity(m: &WaitMatch, event: &ActivityEvent) -> bool {
 
 /// The `callSeq` and `key` of the journal's `wait` entry registering `wait_id` (its `waitId`
 /// field), else `wait_id` read as a number (or 0) and no key.
-fn registration(conn: &Connection, run_id: &str, wait_id: &str) -> Result<(u64, Option<String>)> {
+fn registration(conn: &Db, run_id: &str, wait_id: &str) -> Result<(u64, Option<String>)> {
     // Newest first, one entry per step (the registering entry is normally among the last), so
     // the journal is never read further back than needed.
     let mut before = i64::MAX;
@@ -215,7 +215,7 @@ fn parked_on_event(run: &runs::Row) -> Result<bool> {
 /// `event` entry carrying `delivery` (none for a timeout), requeues the run, deletes its waits.
 /// `None` (nothing written) when the wait is gone or its run is not parked on an event wait.
 pub(crate) fn resolve_wait(
-    conn: &Connection,
+    conn: &Db,
     account_id: &str,
     run_id: &str,
     wait_id: &str,
@@ -257,7 +257,7 @@ pub(crate) fn resolve_wait(
 
 /// Upserts a wait inside the caller's transaction, keeping `created_at` of an existing row.
 fn upsert_wait(
-    conn: &Connection,
+    conn: &Db,
     run: &runs::Row,
     wait_id: &str,
     criteria: &WaitMatch,

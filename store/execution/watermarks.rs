@@ -5,7 +5,7 @@
 //! (so a poll, a success and an error never lose one another's columns): the cursor moves only
 //! with a success, which also clears the last error; an error keeps the cursor.
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::cbor::Cbor;
 use crate::check::non_empty;
@@ -139,7 +139,7 @@ impl Store {
         &self,
         account_id: &str,
         server_url: &str,
-        upsert: impl FnOnce(&Connection, i64) -> Result<usize>,
+        upsert: impl FnOnce(&Db, i64) -> Result<usize>,
     ) -> Result<activity_watermarks::Row> {
         non_empty("server_url", server_url)?;
         self.write(|tx, now| {
@@ -151,11 +151,7 @@ impl Store {
 }
 
 /// The row just written.
-fn read_back(
-    conn: &Connection,
-    account_id: &str,
-    server_url: &str,
-) -> Result<activity_watermarks::Row> {
+fn read_back(conn: &Db, account_id: &str, server_url: &str) -> Result<activity_watermarks::Row> {
     activity_watermarks::get(conn, account_id, server_url)?.ok_or_else(|| Error::NotFound {
         what: "watermark",
         id: server_url.to_owned(),

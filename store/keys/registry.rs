@@ -5,7 +5,7 @@
 //! (the next id is one past the largest, retired keys included); a read only ever looks keys
 //! up, and only [`for_sealing`] and [`register`], called inside a write, create one.
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use super::{EncryptionKey, ProviderKind, Ring};
 use crate::error::{Error, Result};
@@ -19,7 +19,7 @@ pub(crate) fn config_name(id: i64) -> String {
 }
 
 /// The key new values are encrypted with: the newest not retired.
-pub(crate) fn current(conn: &Connection) -> Result<Option<secret_keys::Row>> {
+pub(crate) fn current(conn: &Db) -> Result<Option<secret_keys::Row>> {
     let id =
         query!("SELECT CAST(max(id) AS INTEGER) AS id FROM secret_keys WHERE retired_at IS NULL")
             .fetch_one(conn)?
@@ -31,7 +31,7 @@ pub(crate) fn current(conn: &Connection) -> Result<Option<secret_keys::Row>> {
 }
 
 /// The keys not retired that are older than `id`: those a rotation to `id` still has to empty.
-pub(crate) fn older_live(conn: &Connection, id: i64) -> Result<Vec<secret_keys::Row>> {
+pub(crate) fn older_live(conn: &Db, id: i64) -> Result<Vec<secret_keys::Row>> {
     query_as!(
         secret_keys::Row,
         "SELECT id, provider, fingerprint, created_at, retired_at FROM secret_keys \
@@ -42,7 +42,7 @@ pub(crate) fn older_live(conn: &Connection, id: i64) -> Result<Vec<secret_keys::
 }
 
 /// The bytes of a database key; `None` when `server_config` does not hold them.
-fn stored(conn: &Connection, id: i64) -> Result<Option<EncryptionKey>> {
+fn stored(conn: &Db, id: i64) -> Result<Option<EncryptionKey>> {
     server_config::get(conn, &config_name(id))?
         .map(|row| EncryptionKey::from_slice(&row.value))
         .transpose()
@@ -55,7 +55,7 @@ fn stored(conn: &Connection, id: i64) -> Result<Option<EncryptionKey>> {
 /// [`Error::NoSecretKey`] when the database has no bytes for key 1, [`Error::KeyNotServed`]
 /// for any other key nobody serves, the ring's fetch error when it failed.
 pub(crate) fn material(
-    conn: &Connection,
+    conn: &Db,
     ring: &mut Ring<'_>,
     row: &secret_keys::Row,
 ) -> Result<EncryptionKey> {
@@ -84,11 +84,7 @@ pub(crate) fn material(
 ///
 /// # Errors
 /// [`Error::NotFound`] (`secret key`) for an unregistered id; as [`material`] otherwise.
-pub(crate) fn for_row(
-    conn: &Connection,
-    ring: &mut Ring<'_>,
-    key_id: i64,
-) -> Result<EncryptionKey> {
+pub(crate) fn for_row(conn: &Db, ring: &mut Ring<'_>, key_id: i64) -> Result<EncryptionKey> {
     let row = secret_keys::get(conn, key_id)?.ok_or_else(|| Error::NotFound {
         what: "secret key",
         id: key_id.to_string(),
@@ -105,7 +101,7 @@ pub(crate) fn for_row(
 /// # Errors
 /// As [`material`], [`register`].
 pub(crate) fn for_sealing(
-    conn: &Connection,
+    conn: &Db,
     ring: &mut Ring<'_>,
     now: i64,
 ) -> Result<(i64, EncryptionKey)> {
@@ -149,7 +145,7 @@ pub(crate) fn for_sealing(
 /// # Errors
 /// [`Error::Sqlite`] (a UNIQUE conflict when the key is already registered).
 pub(crate) fn register(
-    conn: &Connection,
+    conn: &Db,
     kind: ProviderKind,
     key: &EncryptionKey,
     now: i64,

@@ -85,12 +85,13 @@ impl Store {
             return Err(refuse("the target is the database"));
         }
         let (id, key) = {
-            let conn = self.conn()?;
-            let current = registry::current(&conn)?.ok_or_else(|| refuse("no key exists yet"))?;
+            let conn = self.reading()?;
+            let current =
+                registry::current(&conn.db())?.ok_or_else(|| refuse("no key exists yet"))?;
             if current.provider != ProviderKind::Database {
                 return Err(refuse("the current key is not in the database"));
             }
-            if !registry::older_live(&conn, current.id)?.is_empty() {
+            if !registry::older_live(&conn.db(), current.id)?.is_empty() {
                 return Err(refuse(
                     "a rotation is in progress: finish it with rotate-key",
                 ));

@@ -8,7 +8,7 @@
 //! old keys are retired, and a database key's bytes deleted (with `secure_delete` on), in the
 //! write that finds no row under them.
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use super::registry::{self, config_name};
 use super::{EncryptionKey, ProviderKind, Ring};
@@ -123,7 +123,7 @@ pub struct RotationReport {
 }
 
 /// Rows of every encrypted table still under a key older than `key_id`.
-fn remaining(conn: &Connection, key_id: i64) -> Result<u64> {
+fn remaining(conn: &Db, key_id: i64) -> Result<u64> {
     let n = query!(
         "SELECT CAST((SELECT count(*) FROM secrets WHERE key_id < ?1) \
          + (SELECT count(*) FROM webhook_trigger_credentials WHERE key_id < ?1) AS INTEGER) AS n",
@@ -135,7 +135,7 @@ fn remaining(conn: &Connection, key_id: i64) -> Result<u64> {
 }
 
 /// Starts a rotation, or finds the one in progress: the key rows go to, and whether it is new.
-fn begin(conn: &Connection, ring: &mut Ring<'_>, now: i64) -> Result<(i64, bool)> {
+fn begin(conn: &Db, ring: &mut Ring<'_>, now: i64) -> Result<(i64, bool)> {
     if let Some(current) = registry::current(conn)? {
         if !registry::older_live(conn, current.id)?.is_empty() {
             return Ok((current.id, false));
@@ -171,7 +171,7 @@ fn begin(conn: &Connection, ring: &mut Ring<'_>, now: i64) -> Result<(i64, bool)
 
 /// Re-encrypts up to `rows` rows of `table` under key `key_id`; returns how many.
 fn batch(
-    conn: &Connection,
+    conn: &Db,
     ring: &mut Ring<'_>,
     table: &str,
     key_id: i64,
@@ -242,7 +242,7 @@ fn batch(
 
 /// Retires the keys older than `key_id` once no row is under them, deleting a database key's
 /// bytes; returns the retired ids, or `None` while rows remain.
-fn retire(conn: &Connection, key_id: i64, now: i64) -> Result<Option<Vec<i64>>> {
+fn retire(conn: &Db, key_id: i64, now: i64) -> Result<Option<Vec<i64>>> {
     if remaining(conn, key_id)? > 0 {
         return Ok(None);
     }
@@ -312,7 +312,7 @@ impl Store {
                     .max_batches
                     .is_some_and(|max| report.batches >= max as u64)
                 {
-                    report.remaining = remaining(&*self.conn()?, key_id)?;
+                    report.remaining = remaining(&self.reading()?.db(), key_id)?;
                     return Ok(report);
                 }
                 let (moved, left) = self.write(|tx, now| {
@@ -341,7 +341,7 @@ impl Store {
             }
             // Rows a concurrent call of an older rotation moved back cannot exist (new values go
             // under the newest key); this is a second rotation started meanwhile: call again.
-            None => report.remaining = remaining(&*self.conn()?, key_id)?,
+            None => report.remaining = remaining(&self.reading()?.db(), key_id)?,
         }
         Ok(report)
     }

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::error::Result;
 use crate::query;
@@ -179,7 +179,7 @@ impl Mode {
 }
 
 /// Runs one step of `pass` on `conn` from `pass.position`.
-pub(crate) fn step(conn: &Connection, pass: &Pass, mode: Mode) -> Result<Step> {
+pub(crate) fn step(conn: &Db, pass: &Pass, mode: Mode) -> Result<Step> {
     match pass.kind {
         Kind::ActionIdempotency => idempotency(conn, pass, mode),
         Kind::SessionEvents => walk(conn, pass, mode, sessions_after, session_events),
@@ -188,7 +188,7 @@ pub(crate) fn step(conn: &Connection, pass: &Pass, mode: Mode) -> Result<Step> {
     }
 }
 
-fn idempotency(conn: &Connection, pass: &Pass, mode: Mode) -> Result<Step> {
+fn idempotency(conn: &Db, pass: &Pass, mode: Mode) -> Result<Step> {
     let n = match mode {
         Mode::Delete { budget } => {
             idempotency_batch_query!(pass.cutoff, budget).execute(conn)? as i64
@@ -209,15 +209,15 @@ fn idempotency(conn: &Connection, pass: &Pass, mode: Mode) -> Result<Step> {
 }
 
 /// The candidates after a position, in key order: `(sort key, id)` pairs.
-type Candidates = fn(&Connection, &Pass, &Position) -> Result<Vec<(i64, String)>>;
+type Candidates = fn(&Db, &Pass, &Position) -> Result<Vec<(i64, String)>>;
 /// Removes (or counts) at most `budget` rows of one candidate; returns the rows per table and
 /// whether the candidate has none left that this kind removes.
-type Remove = fn(&Connection, &Pass, &str, Mode, i64) -> Result<(Tally, bool)>;
+type Remove = fn(&Db, &Pass, &str, Mode, i64) -> Result<(Tally, bool)>;
 
 /// Walks the candidates of a kind from `pass.position` until the budget of rows or of visits is
 /// spent, or none is left.
 fn walk(
-    conn: &Connection,
+    conn: &Db,
     pass: &Pass,
     mode: Mode,
     candidates: Candidates,
@@ -260,11 +260,7 @@ fn walk(
 }
 
 /// Sessions last touched before the cutoff, by id (the sort key is unused: 0).
-fn sessions_after(
-    conn: &Connection,
-    pass: &Pass,
-    position: &Position,
-) -> Result<Vec<(i64, String)>> {
+fn sessions_after(conn: &Db, pass: &Pass, position: &Position) -> Result<Vec<(i64, String)>> {
     let rows = match position {
         Position::At(_, id) => query!(
             "SELECT id FROM sessions WHERE id >= ?1 AND updated_at < ?2 ORDER BY id LIMIT ?3",
@@ -293,7 +289,7 @@ fn sessions_after(
 /// Whether something live needs the events of the old session `session`: a live run in it or in
 /// one of its child sessions, or a session of its continuation chain touched since the cutoff
 /// or holding a live run.
-fn session_needed(conn: &Connection, pass: &Pass, session: &str) -> Result<bool> {
+fn session_needed(conn: &Db, pass: &Pass, session: &str) -> Result<bool> {
     let live_run = query!(
         "SELECT id FROM runs WHERE session_id = ?1 \
          AND status IN ('queued', 'claimed', 'running', 'waiting') LIMIT 1",
@@ -334,7 +330,7 @@ fn session_needed(conn: &Connection, pass: &Pass, session: &str) -> Result<bool>
 
 /// The events of an old session, all but its newest `keep` and any a continuation names.
 fn session_events(
-    conn: &Connection,
+    conn: &Db,
     pass: &Pass,
     session: &str,
     mode: Mode,
@@ -363,11 +359,7 @@ fn session_events(
 }
 
 /// Terminal runs that ended before the cutoff, by `(finished_at, id)`.
-fn ended_runs_after(
-    conn: &Connection,
-    pass: &Pass,
-    position: &Position,
-) -> Result<Vec<(i64, String)>> {
+fn ended_runs_after(conn: &Db, pass: &Pass, position: &Position) -> Result<Vec<(i64, String)>> {
     let rows = match position {
         Position::At(at, id) => ended_runs_query!(pass.cutoff, at, id, CHUNK)
             .fetch_all(conn)?
@@ -393,11 +385,7 @@ fn ended_runs_after(
 }
 
 /// Root runs (`id = root_run_id`) that ended before the cutoff, by `(finished_at, id)`.
-fn ended_roots_after(
-    conn: &Connection,
-    pass: &Pass,
-    position: &Position,
-) -> Result<Vec<(i64, String)>> {
+fn ended_roots_after(conn: &Db, pass: &Pass, position: &Position) -> Result<Vec<(i64, String)>> {
     let rows = match position {
         Position::At(at, id) => ended_roots_query!(pass.cutoff, at, id, CHUNK)
             .fetch_all(conn)?
@@ -423,7 +411,7 @@ fn ended_roots_after(
 }
 
 /// Whether the tree rooted at `root` holds a live run.
-fn tree_live(conn: &Connection, root: &str) -> Result<bool> {
+fn tree_live(conn: &Db, root: &str) -> Result<bool> {
     Ok(query!(
         "SELECT id FROM runs INDEXED BY runs_by_root WHERE root_run_id = ?1 \
          AND status IN ('queued', 'claimed', 'running', 'waiting') LIMIT 1",
@@ -435,7 +423,7 @@ fn tree_live(conn: &Connection, root: &str) -> Result<bool> {
 
 /// The journal of one ended run, unless its tree holds a live run.
 fn journal_of_run(
-    conn: &Connection,
+    conn: &Db,
     pass: &Pass,
     run: &str,
     mode: Mode,
@@ -473,7 +461,7 @@ fn journal_of_run(
 }
 
 /// Whether every run of the tree rooted at `root` is terminal and ended before `cutoff`.
-fn tree_removable(conn: &Connection, root: &str, cutoff: i64) -> Result<bool> {
+fn tree_removable(conn: &Db, root: &str, cutoff: i64) -> Result<bool> {
     Ok(query!(
         "SELECT id FROM runs INDEXED BY runs_by_root WHERE root_run_id = ?1 \
          AND (status IN ('queued', 'claimed', 'running', 'waiting') \
@@ -487,13 +475,7 @@ fn tree_removable(conn: &Connection, root: &str, cutoff: i64) -> Result<bool> {
 
 /// A whole ended tree rooted at `root`, when every run of it ended before the cutoff: journals,
 /// then waits, then runs deepest first, at most `budget` rows in all.
-fn run_tree(
-    conn: &Connection,
-    pass: &Pass,
-    root: &str,
-    mode: Mode,
-    budget: i64,
-) -> Result<(Tally, bool)> {
+fn run_tree(conn: &Db, pass: &Pass, root: &str, mode: Mode, budget: i64) -> Result<(Tally, bool)> {
     if !tree_removable(conn, root, pass.cutoff)? {
         return Ok((Tally::new(), true));
     }

@@ -84,8 +84,7 @@ impl PruneReport {
 /// run trees (journals and waits with them), then the journals of runs whose tree stays.
 fn passes(store: &Store) -> Result<Vec<Pass>> {
     let now = store.now_ms();
-    let conn = store.conn()?;
-    let policies = policies(&conn)?;
+    let policies = policies(&store.reading()?.db())?;
     let cutoff = |max_age_ms: i64| now.saturating_sub(max_age_ms);
     let trees_cutoff = policies
         .iter()
@@ -179,7 +178,7 @@ impl Store {
             for pass in &passes {
                 add(
                     &mut report.removed,
-                    passes::step(&conn, pass, Mode::Count)?.tally,
+                    passes::step(&conn.db(), pass, Mode::Count)?.tally,
                 );
             }
             return Ok(report);
@@ -208,18 +207,25 @@ impl Store {
     }
 
     /// Returns the file's free pages to the file system when its `auto_vacuum` is
-    /// `INCREMENTAL`, [`VACUUM_STEP_PAGES`] per write; the number of pages given back.
+    /// `INCREMENTAL`, [`VACUUM_STEP_PAGES`] per write; the number of pages given back (none on
+    /// a backend that reuses its free space itself).
     fn give_back_pages(&self) -> Result<u64> {
-        let conn = self.conn()?;
+        let reading = self.reading()?;
+        let Some(conn) = reading.db().as_sqlite() else {
+            return Ok(0);
+        };
         // 2 is INCREMENTAL; NONE (0) cannot give pages back, FULL (1) already did at commit.
         let auto_vacuum: i64 = conn.pragma_query_value(None, "auto_vacuum", |r| r.get(0))?;
         if auto_vacuum != 2 {
             return Ok(0);
         }
-        drop(conn);
+        drop(reading);
         let mut freed = 0;
         loop {
-            let (before, after) = self.write(|tx, _| {
+            let (before, after) = self.write(|db, _| {
+                let Some(tx) = db.as_sqlite() else {
+                    return Ok((0, 0));
+                };
                 let before: i64 = tx.pragma_query_value(None, "freelist_count", |r| r.get(0))?;
                 if before > 0 {
                     tx.pragma(None, "incremental_vacuum", VACUUM_STEP_PAGES, |_| Ok(()))?;

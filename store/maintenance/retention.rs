@@ -32,7 +32,7 @@
 //! firing exactly-once; removing one would let the same activity fire again), sessions and
 //! agents themselves (a user deletes them), and the audit log (its own retention).
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::check::invalid;
 use crate::error::Result;
@@ -85,7 +85,7 @@ fn check(kind: Kind, policy: &RetentionPolicy) -> Result<()> {
 }
 
 /// Every policy row, by kind, read on `conn`.
-pub(crate) fn policies(conn: &Connection) -> Result<Vec<Row>> {
+pub(crate) fn policies(conn: &Db) -> Result<Vec<Row>> {
     query_as!(
         Row,
         "SELECT kind, max_age_ms, keep_count, updated_at FROM retention_policies ORDER BY kind"
@@ -141,8 +141,7 @@ impl Store {
     ///
     /// [`Error::Sqlite`]: crate::Error::Sqlite
     pub fn retention_policies(&self) -> Result<Vec<Row>> {
-        let conn = self.conn()?;
-        policies(&conn)
+        policies(&self.reading()?.db())
     }
 
     /// Removes the retention policy of `kind`, so that kind is kept forever again; `false` when

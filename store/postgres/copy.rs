@@ -56,7 +56,11 @@ pub struct CopyReport {
 /// cases.
 pub fn copy(from: &Path, to: &str) -> Result<CopyReport> {
     let source = Store::open_read_only(from)?;
-    let reader = source.snapshot()?;
+    let snapshot = source.snapshot()?;
+    let reader = snapshot
+        .db()
+        .as_sqlite()
+        .ok_or_else(|| crate::check::invalid("from", "copy reads a SQLite store".to_string()))?;
     let mut target = Database::connect(to)?;
     let name = target.name.clone();
     let model = Schema::from_canonical_json(schema::MODELS[schema::SCHEMA_VERSION as usize])
@@ -79,7 +83,7 @@ pub fn copy(from: &Path, to: &str) -> Result<CopyReport> {
     let mut tables = Vec::new();
     for table in model.tables.values() {
         let columns: Vec<&Column> = table.columns.values().collect();
-        let sent = send(&reader, &mut tx, &name, table, &columns)?;
+        let sent = send(reader, &mut tx, &name, table, &columns)?;
         let arrived = read_back(&mut tx, &name, table, &columns)?;
         if sent != arrived {
             return Err(Error::CopyMismatch {

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::cbor::Cbor;
 use crate::check::invalid;
@@ -70,7 +70,7 @@ fn check(request: &ContinuationRequest) -> Result<()> {
     Ok(())
 }
 
-fn session_in(conn: &Connection, account_id: &str, id: &str) -> Result<()> {
+fn session_in(conn: &Db, account_id: &str, id: &str) -> Result<()> {
     sessions::get(conn, account_id, id)?.ok_or_else(|| Error::NotFound {
         what: "session",
         id: id.into(),
@@ -96,7 +96,7 @@ impl Store {
         &self,
         account_id: &str,
         request: &ContinuationRequest,
-        make_successor: impl FnOnce(&Connection, i64) -> Result<String>,
+        make_successor: impl FnOnce(&Db, i64) -> Result<String>,
     ) -> Result<Continued> {
         check(request)?;
         let manifest_cbor = Cbor::encode(&request.manifest)?;

@@ -7,7 +7,7 @@
 //! and is not edited afterwards (a retried publish with the same id and version returns the
 //! published row; another is a conflict).
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::cbor::Cbor;
 use crate::check::{invalid, non_empty, non_empty_when_given};
@@ -59,7 +59,7 @@ fn draft_not_found(id: &str) -> Error {
 /// account) and encodes the payloads.
 #[allow(clippy::type_complexity)]
 fn checked(
-    conn: &Connection,
+    conn: &Db,
     account_id: &str,
     fields: &DraftFields,
 ) -> Result<(Cbor<DraftContent>, Option<Cbor<DraftMetadata>>)> {

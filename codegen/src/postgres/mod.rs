@@ -18,4 +18,8 @@ pub use plan::{dialect_path, plan, split_statements, Plan, Source, Step, BASELIN
 #[cfg(feature = "emit")]
 mod syntax;
 #[cfg(feature = "emit")]
+mod translate;
+#[cfg(feature = "emit")]
 pub use syntax::check_syntax;
+#[cfg(feature = "emit")]
+pub use translate::translate;

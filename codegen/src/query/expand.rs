@@ -52,6 +52,17 @@ impl Checker {
         Ok(if optional { quote!(Option<#ty>) } else { ty })
     }
 
+    /// The PostgreSQL statement of the checked SQLite statement `lit`, parsed as PostgreSQL and
+    /// with its parameters counted.
+    fn postgres(&self, lit: &LitStr, d: &Described) -> syn::Result<String> {
+        crate::postgres::translate(&lit.value(), d.params).map_err(|m| {
+            syn::Error::new(
+                lit.span(),
+                format!("this statement has no PostgreSQL rendering: {m}"),
+            )
+        })
+    }
+
     fn describe_spanned(&self, lit: &LitStr) -> syn::Result<Described> {
         self.describe(&lit.value())
             .map_err(|m| syn::Error::new(lit.span(), format!("SQLite rejects this statement: {m}")))
@@ -181,14 +192,15 @@ impl Checker {
             quote!(Ok(Record { #(#each,)* }))
         };
         let sql = lit.value();
+        let pg = self.postgres(&lit, &d)?;
         if fields.is_empty() {
             // No result columns: rows are `()`, so statements like these share one type.
             return Ok(quote! {{
                 #checks
-                fn __decode(_: &#rt::rusqlite::Row<'_>) -> #rt::Result<()> {
+                fn __decode(_: &dyn #rt::Columns) -> #rt::Result<()> {
                     Ok(())
                 }
-                #rt::Query::new(#sql, #params, __decode as fn(&#rt::rusqlite::Row<'_>) -> #rt::Result<()>)
+                #rt::Query::new(#sql, #pg, #params, __decode as fn(&dyn #rt::Columns) -> #rt::Result<()>)
             }});
         }
         Ok(quote! {{
@@ -197,10 +209,10 @@ impl Checker {
             /// checked SQL would cost the compiler (use `query_as!` with your own type for that).
             #[allow(non_camel_case_types)]
             struct Record { #(#fields,)* }
-            fn __decode(row: &#rt::rusqlite::Row<'_>) -> #rt::Result<Record> {
+            fn __decode(row: &dyn #rt::Columns) -> #rt::Result<Record> {
                 #decode
             }
-            #rt::Query::new(#sql, #params, __decode)
+            #rt::Query::new(#sql, #pg, #params, __decode)
         }})
     }
 
@@ -233,13 +245,14 @@ impl Checker {
             fields.push(quote_spanned!(lit.span()=> #field: #value));
         }
         let sql = lit.value();
+        let pg = self.postgres(&lit, &d)?;
         Ok(quote! {{
             #checks
             #(#field_checks)*
-            fn __decode(row: &#rt::rusqlite::Row<'_>) -> #rt::Result<#ty> {
+            fn __decode(row: &dyn #rt::Columns) -> #rt::Result<#ty> {
                 Ok(#ty { #(#fields,)* })
             }
-            #rt::Query::new(#sql, #params, __decode)
+            #rt::Query::new(#sql, #pg, #params, __decode)
         }})
     }
 
@@ -336,7 +349,7 @@ impl Checker {
                 ///
                 /// # Errors
                 /// As the generated rows' `from_row`.
-                pub fn from_row(row: &#rt::rusqlite::Row<'_>) -> #rt::Result<Self> {
+                pub fn from_row(row: &dyn #rt::Columns) -> #rt::Result<Self> {
                     Ok(Self { #(#decode,)* })
                 }
             }

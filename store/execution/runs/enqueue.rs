@@ -4,7 +4,7 @@
 //! ([`next_created_at`], read inside the enqueuing transaction), so the queue serves a session's
 //! turns in the order they were enqueued.
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use super::lifecycle::{load_run, mirror_session, terminate};
 use super::{ContinueAsNew, NewRun};
@@ -202,7 +202,7 @@ impl Store {
 /// fall to the run id, which is random): this keeps a session's runs in insertion order on
 /// `runs_dispatch` itself. Runs inside the caller's write transaction, so concurrent enqueuers
 /// (threads or processes) serialize on it.
-fn next_created_at(conn: &Connection, session_id: Option<&str>, now: i64) -> Result<i64> {
+fn next_created_at(conn: &Db, session_id: Option<&str>, now: i64) -> Result<i64> {
     let Some(session_id) = session_id else {
         return Ok(now);
     };

@@ -10,7 +10,7 @@
 //! - a run that becomes terminal ([`terminate`]) loses its waits and its lease and rolls its
 //!   usage into its parent's `children` in the same transaction.
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::cbor::Cbor;
 use crate::error::{Error, Result};
@@ -21,13 +21,13 @@ use crate::runs::queries::mirror_session_query;
 use crate::schema::runs::{self, Status};
 
 /// Re-derives `sessions.status` of `session_id` from the runs table (see the module doc).
-pub(crate) fn mirror_session(conn: &Connection, account_id: &str, session_id: &str) -> Result<()> {
+pub(crate) fn mirror_session(conn: &Db, account_id: &str, session_id: &str) -> Result<()> {
     mirror_session_query!(account_id, session_id).execute(conn)?;
     Ok(())
 }
 
 /// The run, or [`Error::NotFound`].
-pub(crate) fn load_run(conn: &Connection, account_id: &str, id: &str) -> Result<runs::Row> {
+pub(crate) fn load_run(conn: &Db, account_id: &str, id: &str) -> Result<runs::Row> {
     runs::get(conn, account_id, id)?.ok_or_else(|| Error::NotFound {
         what: "run",
         id: id.to_owned(),
@@ -36,12 +36,7 @@ pub(crate) fn load_run(conn: &Connection, account_id: &str, id: &str) -> Result<
 
 /// Parks the run under `claim` (also used by waits, which register and park in one
 /// transaction): the lease is cleared and `not_before` is the wake time.
-pub(crate) fn park_in_tx(
-    conn: &Connection,
-    claim: &Claim,
-    wait: &RunWait,
-    now: i64,
-) -> Result<runs::Row> {
+pub(crate) fn park_in_tx(conn: &Db, claim: &Claim, wait: &RunWait, now: i64) -> Result<runs::Row> {
     let mut row = fence(conn, claim)?;
     row.status = Status::Waiting;
     row.not_before = match wait {
@@ -62,7 +57,7 @@ pub(crate) fn park_in_tx(
 
 /// Requeues the waiting run `row` (signal delivery, timeouts, children, the boot sweep): wait
 /// and lease cleared, session mirrored.
-pub(crate) fn requeue_waiting(conn: &Connection, row: &mut runs::Row, now: i64) -> Result<()> {
+pub(crate) fn requeue_waiting(conn: &Db, row: &mut runs::Row, now: i64) -> Result<()> {
     row.status = Status::Queued;
     row.wait_cbor = None;
     row.not_before = None;
@@ -77,7 +72,7 @@ pub(crate) fn requeue_waiting(conn: &Connection, row: &mut runs::Row, now: i64) 
 }
 
 /// Deletes every wait of a run.
-pub(crate) fn delete_waits(conn: &Connection, run_id: &str) -> Result<()> {
+pub(crate) fn delete_waits(conn: &Db, run_id: &str) -> Result<()> {
     query!("DELETE FROM run_event_waits WHERE run_id = ?1", run_id).execute(conn)?;
     Ok(())
 }
@@ -85,7 +80,7 @@ pub(crate) fn delete_waits(conn: &Connection, run_id: &str) -> Result<()> {
 /// Ends `row` with `status`: terminal fields, waits deleted, usage rolled into the parent,
 /// session mirrored.
 pub(crate) fn terminate(
-    conn: &Connection,
+    conn: &Db,
     row: &mut runs::Row,
     status: Status,
     output: Option<RunOutput>,
@@ -146,12 +141,7 @@ fn add_usage(into: &mut OpenMap, from: &OpenMap) {
 
 /// Rolls a terminal child's usage (its own numbers plus its own `children` roll-up) into the
 /// parent's `children` map of `usage_cbor`.
-fn roll_usage_into_parent(
-    conn: &Connection,
-    child: &runs::Row,
-    parent_id: &str,
-    now: i64,
-) -> Result<()> {
+fn roll_usage_into_parent(conn: &Db, child: &runs::Row, parent_id: &str, now: i64) -> Result<()> {
     let Some(child_usage) = &child.usage_cbor else {
         return Ok(());
     };

@@ -4,7 +4,7 @@
 //! Invariant: a trigger write stores only a source [`validate_source`] accepts and a trimmed,
 //! non-empty name, and never changes a trigger retired by combination ([`check_mutable`]).
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::check::{invalid, non_empty};
 use crate::error::{Error, Result};
@@ -90,11 +90,7 @@ pub(crate) fn trigger_name(name: &str) -> Result<String> {
 }
 
 /// The trigger, or [`Error::NotFound`].
-pub(crate) fn load_trigger(
-    conn: &Connection,
-    account_id: &str,
-    id: &str,
-) -> Result<agent_triggers::Row> {
+pub(crate) fn load_trigger(conn: &Db, account_id: &str, id: &str) -> Result<agent_triggers::Row> {
     agent_triggers::get(conn, account_id, id)?.ok_or_else(|| Error::NotFound {
         what: "trigger",
         id: id.to_owned(),

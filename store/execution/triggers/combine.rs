@@ -7,7 +7,7 @@
 //! trigger (no `context_cbor`) get their trigger's current name and prompt captured first, before
 //! the survivor's configuration changes, without any matched conditions (never recorded).
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::cbor::Cbor;
 use crate::check::invalid;
@@ -58,7 +58,7 @@ fn alternatives(trigger: &agent_triggers::Row) -> Result<Vec<ActivityAlternative
 }
 
 /// Captures the current name and prompt of `trigger` into its legacy firings.
-fn capture_legacy_context(conn: &Connection, trigger: &agent_triggers::Row) -> Result<()> {
+fn capture_legacy_context(conn: &Db, trigger: &agent_triggers::Row) -> Result<()> {
     let context = Cbor::encode(&FiringContext {
         name: trigger.name.clone(),
         prompt: trigger.prompt.clone(),

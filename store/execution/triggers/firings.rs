@@ -8,7 +8,7 @@
 //! predecessor already handled is not admitted again by the survivor. Schedule, webhook and
 //! run-completed firings dedupe on the firing row alone.
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::cbor::Cbor;
 use crate::check::invalid;
@@ -138,7 +138,7 @@ pub fn firing_run_id(firing_id: &str) -> String {
 
 /// How many run-completed firings precede `run_id` in its chain: its (or its root's) firing is
 /// followed while that firing's key is `run:<id>`, at most `LOOP_GUARD_HOPS` times.
-fn run_completed_chain(conn: &Connection, account_id: &str, run_id: &str) -> Result<u32> {
+fn run_completed_chain(conn: &Db, account_id: &str, run_id: &str) -> Result<u32> {
     let mut hops = 0;
     let mut current = run_id.to_owned();
     while hops < LOOP_GUARD_HOPS {

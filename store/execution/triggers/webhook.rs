@@ -6,7 +6,7 @@
 //! the current key (see [`crate::keys`]) so editors can read it back. Both are written in the
 //! transaction that creates (or converts) the trigger.
 
-use rusqlite::Connection;
+use crate::db::Db;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
@@ -49,7 +49,7 @@ pub fn body_digest(body: &[u8]) -> String {
 /// Creates the credential of `trigger` inside the caller's transaction: 32 random bytes as
 /// `whsec_` + hex, hashed and sealed.
 pub(crate) fn create_credential(
-    conn: &Connection,
+    conn: &Db,
     ring: &mut Ring<'_>,
     trigger: &agent_triggers::Row,
     now: i64,
@@ -76,7 +76,7 @@ pub(crate) fn create_credential(
 
 /// The credential, or [`Error::NotFound`].
 fn credential(
-    conn: &Connection,
+    conn: &Db,
     account_id: &str,
     trigger_id: &str,
 ) -> Result<webhook_trigger_credentials::Row> {
@@ -96,8 +96,9 @@ impl Store {
         let mut ring = Ring::fetch(self.key_provider());
         // The credential and the key it names in one snapshot (see `Store::decrypt_secret`).
         let conn = self.snapshot()?;
-        let row = credential(&conn, account_id, trigger_id)?;
-        let opened = crate::secrets::open(&conn, &mut ring, row.key_id, &row.secret_ciphertext);
+        let row = credential(&conn.db(), account_id, trigger_id)?;
+        let opened =
+            crate::secrets::open(&conn.db(), &mut ring, row.key_id, &row.secret_ciphertext);
         drop(conn);
         let target = || format!("webhook credential {trigger_id}");
         let plain = self.audit_decrypt(account_id, target, opened)?;

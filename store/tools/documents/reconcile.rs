@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::cbor::Cbor;
 use crate::error::Result;
@@ -64,7 +64,7 @@ pub(crate) enum Change<'a> {
 
 /// The documents of every agent of `account_id` (or only of `agent_id`), by agent then name.
 pub(crate) fn held(
-    conn: &Connection,
+    conn: &Db,
     account_id: &str,
     agent_id: Option<&str>,
 ) -> Result<HashMap<String, BTreeMap<String, Held>>> {
@@ -127,7 +127,7 @@ pub(crate) fn plan<'a>(
 /// Applies one agent's planned changes inside the caller's transaction. A rewrite keeps the row's
 /// `enabled` and `created_at`.
 pub(crate) fn apply(
-    conn: &Connection,
+    conn: &Db,
     account_id: &str,
     agent_id: &str,
     now: i64,

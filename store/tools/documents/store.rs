@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::audit::Event;
 use crate::cbor::Cbor;
@@ -25,7 +25,7 @@ use super::reconcile::{apply, held, plan, Change};
 use super::{validate_document, Encoded, Kind, Row, ToolSync, VERBS};
 
 /// Loads the agent `agent_id` of `account_id`.
-fn agent_in(conn: &Connection, account_id: &str, agent_id: &str) -> Result<agents::Row> {
+fn agent_in(conn: &Db, account_id: &str, agent_id: &str) -> Result<agents::Row> {
     agents::get(conn, account_id, agent_id)?.ok_or_else(|| Error::NotFound {
         what: "agent",
         id: agent_id.into(),
@@ -71,7 +71,7 @@ fn encode_registry(registry: &[ToolDocument]) -> Result<Vec<Encoded>> {
 
 /// Plans the builtins of one agent.
 fn plan_builtins<'a>(
-    conn: &Connection,
+    conn: &Db,
     account_id: &str,
     agent_id: &str,
     registry: &'a [Encoded],
@@ -105,10 +105,10 @@ impl Store {
         registry: &[ToolDocument],
     ) -> Result<ToolSync> {
         let registry = encode_registry(registry)?;
-        agent_in(&*self.conn()?, account_id, agent_id)?;
+        agent_in(&self.reading()?.db(), account_id, agent_id)?;
         let mut shadowed = Vec::new();
         if plan_builtins(
-            &*self.conn()?,
+            &self.reading()?.db(),
             account_id,
             agent_id,
             &registry,

@@ -6,7 +6,7 @@
 //! Each write or delete appends its `secret.*` audit event (the name, never the value) in the
 //! caller's transaction.
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::audit::Event;
 use crate::cbor::Cbor;
@@ -40,7 +40,7 @@ pub(super) fn owned_secrets(name: &str, config: &McpServerConfig) -> Vec<String>
 /// secrets module's [`seal`](crate::secrets::seal), inside the caller's transaction.
 #[allow(clippy::too_many_arguments)] // the transaction's, the key's and the secret's parts
 pub(super) fn put_secret(
-    conn: &Connection,
+    conn: &Db,
     ring: &mut Ring<'_>,
     now: i64,
     account_id: &str,
@@ -88,12 +88,7 @@ pub(super) fn put_secret(
 }
 
 /// Deletes the secret `name`; returns how many rows went (0 or 1).
-pub(super) fn delete_secret(
-    conn: &Connection,
-    now: i64,
-    account_id: &str,
-    name: &str,
-) -> Result<usize> {
+pub(super) fn delete_secret(conn: &Db, now: i64, account_id: &str, name: &str) -> Result<usize> {
     let deleted = query!(
         "DELETE FROM secrets WHERE account_id = ?1 AND name = ?2",
         account_id,

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::check::invalid;
 use crate::error::{Error, Result};
@@ -128,11 +128,7 @@ pub(super) struct Projection {
 type AgentChanges<'a> = (&'a str, Vec<Change<'a>>);
 
 impl Projection {
-    pub(super) fn load(
-        conn: &Connection,
-        account_id: &str,
-        agent_id: Option<&str>,
-    ) -> Result<Projection> {
+    pub(super) fn load(conn: &Db, account_id: &str, agent_id: Option<&str>) -> Result<Projection> {
         let rows = query!(
             "SELECT id, definition_cbor FROM agents WHERE account_id = ?1 AND (?2 IS NULL OR id = ?2)",
             account_id,
@@ -206,12 +202,7 @@ impl Projection {
 /// # Errors
 /// [`Error::Sqlite`], or [`Error::Cbor`] for a stored definition or tool list that does not
 /// decode.
-pub fn sync(
-    conn: &Connection,
-    now: i64,
-    account_id: &str,
-    agent_id: Option<&str>,
-) -> Result<ToolSync> {
+pub fn sync(conn: &Db, now: i64, account_id: &str, agent_id: Option<&str>) -> Result<ToolSync> {
     let projection = Projection::load(conn, account_id, agent_id)?;
     let (plans, shadowed) = projection.plan();
     let mut sync = ToolSync {

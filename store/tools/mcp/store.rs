@@ -6,7 +6,7 @@
 //! and appends its audit event (`mcp_server.*`, naming the server, never a header value) in the
 //! same transaction.
 
-use rusqlite::Connection;
+use crate::db::Db;
 
 use crate::audit::Event;
 use crate::cbor::Cbor;
@@ -42,7 +42,7 @@ fn server_event<'a>(account_id: &'a str, action: &'static str, name: &str) -> Ev
 }
 
 /// The stored server, or `NotFound`.
-fn server_in(conn: &Connection, account_id: &str, name: &str) -> Result<Row> {
+fn server_in(conn: &Db, account_id: &str, name: &str) -> Result<Row> {
     mcp_servers::get_by_name(conn, account_id, name)?.ok_or_else(|| server_not_found(name))
 }
 
@@ -248,7 +248,7 @@ impl Store {
     /// As [`sync`].
     pub fn sync_mcp_tools(&self, account_id: &str, agent_id: Option<&str>) -> Result<ToolSync> {
         {
-            let projection = Projection::load(&*self.conn()?, account_id, agent_id)?;
+            let projection = Projection::load(&self.reading()?.db(), account_id, agent_id)?;
             let (plans, shadowed) = projection.plan();
             if plans.is_empty() {
                 return Ok(ToolSync {

@@ -415,12 +415,24 @@ impl TableGen<'_> {
             let params: &[&dyn #rt::rusqlite::ToSql] = &[#(&#args),*];
         };
         let sql_lit = text_literal(sql);
+        // The helper's SQL is this emitter's own, so a failed translation is an emitter bug: it
+        // surfaces as a compile error in the generated module, naming the statement.
+        let pg = match crate::postgres::translate(sql, args.len()) {
+            Ok(pg) => text_literal(&pg),
+            Err(e) => {
+                let message =
+                    format!("seed-agents-codegen: no PostgreSQL rendering of `{sql}`: {e}");
+                return quote!(compile_error!(#message););
+            }
+        };
+        // Every helper runs through the checked-query runtime, which owns the statement loop
+        // of every backend.
         let (ret, body) = match shape {
             Shape::Unit => (
                 quote!(()),
                 quote! {
                     #bind
-                    conn.prepare_cached(SQL)?.execute(params)?;
+                    #rt::Query::new(SQL, PG_SQL, params, |_| Ok(())).execute(conn)?;
                     Ok(())
                 },
             ),
@@ -428,50 +440,40 @@ impl TableGen<'_> {
                 quote!(i64),
                 quote! {
                     #bind
-                    Ok(conn.prepare_cached(SQL)?.query_row(params, |r| r.get(0))?)
+                    #rt::Query::new(SQL, PG_SQL, params, |row| #rt::FromColumn::from_column(row, 0, TABLE, ""))
+                        .fetch_one(conn)
                 },
             ),
             Shape::Count => (
                 quote!(usize),
                 quote! {
                     #bind
-                    Ok(conn.prepare_cached(SQL)?.execute(params)?)
+                    #rt::Query::new(SQL, PG_SQL, params, |_| Ok(())).execute(conn)
                 },
             ),
             Shape::One => (
                 quote!(Option<Row>),
                 quote! {
                     #bind
-                    let mut stmt = conn.prepare_cached(SQL)?;
-                    let mut rows = stmt.query(params)?;
-                    if let Some(row) = rows.next()? {
-                        return Ok(Some(Row::from_row(row)?));
-                    }
-                    Ok(None)
+                    #rt::Query::new(SQL, PG_SQL, params, Row::from_row).fetch_optional(conn)
                 },
             ),
             Shape::Many => (
                 quote!(Vec<Row>),
                 quote! {
                     #bind
-                    let mut stmt = conn.prepare_cached(SQL)?;
-                    let mut rows = stmt.query(params)?;
-                    let mut out = Vec::new();
-                    while let Some(row) = rows.next()? {
-                        out.push(Row::from_row(row)?);
-                    }
-                    Ok(out)
+                    #rt::Query::new(SQL, PG_SQL, params, Row::from_row).fetch_all(conn)
                 },
             ),
         };
         quote! {
             #doc
             #vis fn #fn_name(
-                conn: &impl ::std::borrow::Borrow<#rt::rusqlite::Connection>,
+                conn: &impl #rt::Executor,
                 #(#params),*
             ) -> #rt::Result<#ret> {
                 const SQL: &str = #sql_lit;
-                let conn: &#rt::rusqlite::Connection = conn.borrow();
+                const PG_SQL: &str = #pg;
                 #body
             }
         }

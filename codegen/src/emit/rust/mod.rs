@@ -9,8 +9,8 @@
 //!
 //! Generated code reaches the runtime only through the path given to [`render`] (for example
 //! `crate::__private`), which must provide `Error` (variants `Sqlite`, `UnknownEnumValue`,
-//! `InvalidBool`, `Invalid`), `Result<T>`, `Cbor<T>`, `EmbeddedMigration`, the traits `FromRow`,
-//! `FromColumn` and `BindsTo`, a module `payload` holding every `@cbor(Type)` payload type, and
+//! `InvalidBool`, `Invalid`), `Result<T>`, `Cbor<T>`, `EmbeddedMigration`, `Query`, `Db`, the traits
+//! `Columns`, `FromRow`, `FromColumn` and `BindsTo`, a module `payload` holding every `@cbor(Type)` payload type, and
 //! the crates `rusqlite` and `sea_query`, and, when [`Options::serde_feature`] is set, the crate
 //! `serde` (named only under that feature's `cfg`). The path must be absolute (`crate::...` or
 //! `::...`): it is used from inside the per-table modules. The output has no inner attributes;
@@ -140,7 +140,7 @@ fn module(
     let table_names = project.fresh.tables.keys();
     let table_counts = project.fresh.tables.keys().map(|t| {
         let m = ident(&snake_case(t));
-        quote!((#t, #m::count_all))
+        quote!((#t, |db: &#rt::Db<'_>| #m::count_all(db)))
     });
     let mut tables = Vec::new();
     for table in project.fresh.tables.values() {
@@ -195,7 +195,7 @@ fn module(
         pub const TABLES: &[&str] = &[#(#table_names),*];
 
         /// Every table's name with its `count_all` helper, in name order.
-        pub static TABLE_COUNTS: &[(&str, fn(&#rt::rusqlite::Connection) -> #rt::Result<i64>)] =
+        pub static TABLE_COUNTS: &[(&str, fn(&#rt::Db<'_>) -> #rt::Result<i64>)] =
             &[#(#table_counts),*];
 
         #(#tables)*

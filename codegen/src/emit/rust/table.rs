@@ -193,7 +193,7 @@ impl TableGen<'_> {
 
             impl #rt::FromColumn for #name {
                 fn from_column(
-                    row: &#rt::rusqlite::Row<'_>,
+                    row: &dyn #rt::Columns,
                     idx: usize,
                     table: &'static str,
                     column: &'static str,
@@ -259,7 +259,7 @@ impl TableGen<'_> {
                 /// # Errors
                 /// Fails when SQLite fails or a value does not fit its field: a text outside an
                 /// enum's set, a bool other than 0 or 1, or a value of the wrong storage class.
-                pub fn from_row(row: &#rt::rusqlite::Row<'_>) -> #rt::Result<Self> {
+                pub fn from_row(row: &dyn #rt::Columns) -> #rt::Result<Self> {
                     Ok(Self {
                         #(#fields,)*
                     })
@@ -267,7 +267,7 @@ impl TableGen<'_> {
             }
 
             impl #rt::FromRow for Row {
-                fn from_row(row: &#rt::rusqlite::Row<'_>) -> #rt::Result<Self> {
+                fn from_row(row: &dyn #rt::Columns) -> #rt::Result<Self> {
                     Row::from_row(row)
                 }
             }

@@ -1,0 +1,539 @@
+//! Rewrites a statement the store checked in SQLite into the PostgreSQL statement with the same
+//! meaning, at compile time (the query macros) and build time (the generated helpers), so the
+//! runtime never parses SQL.
+//!
+//! Invariant: the rewrite changes only what the two dialects spell or evaluate differently,
+//! and the result must parse as PostgreSQL with exactly the parameters the SQLite statement has
+//! ([`translate`] fails otherwise). What it rewrites:
+//! - parameters: `?N` is `$N` (a bare `?` is numbered as SQLite numbers it);
+//! - booleans: SQLite's comparisons are integers, PostgreSQL's are `boolean`. A boolean where an
+//!   integer is wanted (a selected value, an operand of arithmetic or a comparison, a function
+//!   argument, a `CASE` result, an assigned or inserted value) becomes `0`/`1`
+//!   (`CAST(CAST(e AS INT) AS BIGINT)`), and an integer where a condition is wanted (`WHERE`,
+//!   `ON`, `HAVING`, `CASE WHEN`, operands of `AND`, `OR`, `NOT`) becomes `(e) <> 0`;
+//! - types: `CAST(e AS INTEGER)` is `BIGINT`, `BLOB` is `BYTEA`, `REAL` is `DOUBLE PRECISION`;
+//! - functions: scalar `max(a, b, ..)`/`min(..)` are `GREATEST`/`LEAST`, `ifnull` is `COALESCE`;
+//! - `INSERT OR IGNORE` is `INSERT .. ON CONFLICT DO NOTHING`;
+//! - `ORDER BY` keeps SQLite's NULL order (first when ascending, last when descending);
+//! - `LIMIT ?` keeps SQLite's "a negative limit is no limit" (`LIMIT NULLIF($n, -1)`);
+//! - a subquery in `FROM` without an alias gets one (PostgreSQL requires it).
+
+use sqlparser::ast::{
+    BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArguments, Ident, JoinConstraint, JoinOperator, LimitClause, ObjectName,
+    ObjectNamePart, OnConflict, OnConflictAction, OnInsert, OrderByKind, Query, Select, SelectItem,
+    SetExpr, SqliteOnConflict, Statement, TableAlias, TableFactor, UnaryOperator, Value, VisitMut,
+    VisitorMut,
+};
+use sqlparser::dialect::{PostgreSqlDialect, SQLiteDialect};
+use sqlparser::parser::Parser;
+use std::collections::BTreeSet;
+use std::ops::ControlFlow;
+
+/// The PostgreSQL statement with the meaning of the SQLite statement `sql`, which has `params`
+/// parameters.
+///
+/// # Errors
+/// Why it has no PostgreSQL rendering: SQLite's text does not parse as one statement, the
+/// result does not parse as PostgreSQL, or its parameters are not `$1..=$params`.
+pub fn translate(sql: &str, params: usize) -> Result<String, String> {
+    let sql = without_index_hints(sql)?;
+    let mut statements = Parser::parse_sql(&SQLiteDialect {}, &sql)
+        .map_err(|e| format!("the SQLite statement does not parse for translation: {e}"))?;
+    if statements.len() != 1 {
+        return Err(format!(
+            "translation takes one statement, and this text holds {}",
+            statements.len()
+        ));
+    }
+    let mut statement = statements.remove(0);
+    let mut rewrite = Rewrite::default();
+    let _ = statement.visit(&mut rewrite);
+    let out = statement.to_string();
+    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, &out)
+        .map_err(|e| format!("PostgreSQL would not parse the translation ({e}): {out}"))?;
+    let mut seen = BTreeSet::new();
+    for mut s in parsed {
+        let _ = s.visit(&mut Placeholders(&mut seen));
+    }
+    let expected: BTreeSet<usize> = (1..=params).collect();
+    if seen != expected {
+        return Err(format!(
+            "the translation has parameters {seen:?} where the statement has {params}: {out}"
+        ));
+    }
+    Ok(out)
+}
+
+/// `sql` without SQLite's `INDEXED BY name` and `NOT INDEXED`: they only steer SQLite's planner,
+/// and PostgreSQL (like the parser) knows neither.
+fn without_index_hints(sql: &str) -> Result<String, String> {
+    let tokens =
+        crate::sql::tokenize(sql).map_err(|e| format!("the statement does not lex: {e:?}"))?;
+    let word = |i: usize, w: &str| {
+        tokens.get(i).is_some_and(|t| {
+            t.kind == crate::sql::TokenKind::Word && t.text.eq_ignore_ascii_case(w)
+        })
+    };
+    let mut out = String::with_capacity(sql.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < tokens.len() {
+        let (start, skip) = if word(i, "INDEXED") && word(i + 1, "BY") {
+            (tokens[i].offset, 3)
+        } else if word(i, "NOT") && word(i + 1, "INDEXED") {
+            (tokens[i].offset, 2)
+        } else {
+            i += 1;
+            continue;
+        };
+        let end = tokens
+            .get(i + skip - 1)
+            .map_or(sql.len(), |t| t.offset + t.text.len());
+        out.push_str(&sql[copied..start]);
+        copied = end;
+        i += skip;
+    }
+    out.push_str(&sql[copied..]);
+    Ok(out)
+}
+
+/// Collects the numbers of `$n` parameters.
+struct Placeholders<'a>(&'a mut BTreeSet<usize>);
+
+impl VisitorMut for Placeholders<'_> {
+    type Break = ();
+
+    fn post_visit_value(&mut self, value: &mut Value) -> ControlFlow<()> {
+        if let Value::Placeholder(p) = value {
+            if let Some(n) = p.strip_prefix('$').and_then(|n| n.parse().ok()) {
+                self.0.insert(n);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+#[derive(Default)]
+struct Rewrite {
+    /// The highest parameter number seen, for numbering a bare `?` or a new named parameter.
+    last_param: usize,
+    /// Named parameters (`:name`, `@name`, `$name`) by the number SQLite gave them.
+    named: std::collections::BTreeMap<String, usize>,
+    /// Aliases given to derived tables so far.
+    aliases: usize,
+}
+
+impl VisitorMut for Rewrite {
+    type Break = ();
+
+    fn post_visit_value(&mut self, value: &mut Value) -> ControlFlow<()> {
+        if let Value::Placeholder(p) = value {
+            // SQLite numbers `?` one past the highest so far, and a named parameter so when
+            // it first appears (the same name again is the same parameter).
+            let n = match p.strip_prefix('?') {
+                Some("") => self.last_param + 1,
+                Some(digits) => digits.parse().unwrap_or(self.last_param + 1),
+                None => match self.named.get(p.as_str()) {
+                    Some(n) => *n,
+                    None => {
+                        let n = self.last_param + 1;
+                        self.named.insert(p.clone(), n);
+                        n
+                    }
+                },
+            };
+            self.last_param = self.last_param.max(n);
+            *p = format!("${n}");
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        match expr {
+            Expr::BinaryOp { left, op, right } => {
+                if matches!(op, BinaryOperator::And | BinaryOperator::Or) {
+                    condition(left);
+                    condition(right);
+                } else {
+                    integer(left);
+                    integer(right);
+                }
+            }
+            Expr::UnaryOp {
+                op: UnaryOperator::Not,
+                expr: inner,
+            } => condition(inner),
+            Expr::UnaryOp { expr: inner, .. } => integer(inner),
+            Expr::Cast {
+                expr: inner,
+                data_type,
+                ..
+            } => cast(inner, data_type),
+            Expr::Function(f) => function(f),
+            Expr::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
+                if let Some(operand) = operand {
+                    integer(operand);
+                }
+                for when in conditions.iter_mut() {
+                    if operand.is_some() {
+                        integer(&mut when.condition);
+                    } else {
+                        condition(&mut when.condition);
+                    }
+                    integer(&mut when.result);
+                }
+                if let Some(e) = else_result {
+                    integer(e);
+                }
+            }
+            Expr::InList {
+                expr: inner, list, ..
+            } => {
+                integer(inner);
+                for e in list.iter_mut() {
+                    integer(e);
+                }
+            }
+            Expr::Between {
+                expr: inner,
+                low,
+                high,
+                ..
+            } => {
+                integer(inner);
+                integer(low);
+                integer(high);
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        set_expr(&mut query.body);
+        if let Some(order_by) = &mut query.order_by {
+            if let OrderByKind::Expressions(items) = &mut order_by.kind {
+                for item in items {
+                    if item.options.nulls_first.is_none() {
+                        // SQLite sorts NULL as the smallest value.
+                        item.options.nulls_first = Some(item.options.asc != Some(false));
+                    }
+                }
+            }
+        }
+        if let Some(LimitClause::LimitOffset {
+            limit: Some(limit), ..
+        }) = &mut query.limit_clause
+        {
+            if is_placeholder(limit) {
+                let bound = std::mem::replace(limit, Expr::value(Value::Null));
+                *limit = call("NULLIF", vec![bound, Expr::value(number("-1"))]);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        if let TableFactor::Derived {
+            alias: alias @ None,
+            ..
+        } = factor
+        {
+            self.aliases += 1;
+            *alias = Some(TableAlias {
+                name: Ident::new(format!("derived_{}", self.aliases)),
+                columns: Vec::new(),
+            });
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_statement(&mut self, statement: &mut Statement) -> ControlFlow<()> {
+        match statement {
+            Statement::Insert(insert) => {
+                if insert.or == Some(SqliteOnConflict::Ignore) {
+                    insert.or = None;
+                    insert.on = Some(OnInsert::OnConflict(OnConflict {
+                        conflict_target: None,
+                        action: OnConflictAction::DoNothing,
+                    }));
+                }
+                if let Some(OnInsert::OnConflict(OnConflict {
+                    action: OnConflictAction::DoUpdate(update),
+                    ..
+                })) = &mut insert.on
+                {
+                    for a in &mut update.assignments {
+                        integer(&mut a.value);
+                    }
+                    if let Some(selection) = &mut update.selection {
+                        condition(selection);
+                    }
+                }
+            }
+            Statement::Update {
+                assignments,
+                selection,
+                ..
+            } => {
+                for a in assignments.iter_mut() {
+                    integer(&mut a.value);
+                }
+                if let Some(selection) = selection {
+                    condition(selection);
+                }
+            }
+            Statement::Delete(delete) => {
+                if let Some(selection) = &mut delete.selection {
+                    condition(selection);
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The conditions and values of a query body.
+fn set_expr(body: &mut SetExpr) {
+    match body {
+        SetExpr::Select(select) => self_select(select),
+        SetExpr::SetOperation { left, right, .. } => {
+            set_expr(left);
+            set_expr(right);
+        }
+        SetExpr::Values(values) => {
+            for row in &mut values.rows {
+                for e in row {
+                    integer(e);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn self_select(select: &mut Select) {
+    for item in &mut select.projection {
+        match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => integer(e),
+            _ => {}
+        }
+    }
+    if let Some(e) = &mut select.selection {
+        condition(e);
+    }
+    if let Some(e) = &mut select.having {
+        condition(e);
+    }
+    for table in &mut select.from {
+        for join in &mut table.joins {
+            let constraint = match &mut join.join_operator {
+                JoinOperator::Join(c)
+                | JoinOperator::Inner(c)
+                | JoinOperator::Left(c)
+                | JoinOperator::LeftOuter(c)
+                | JoinOperator::Right(c)
+                | JoinOperator::RightOuter(c)
+                | JoinOperator::FullOuter(c)
+                | JoinOperator::CrossJoin(c) => c,
+                _ => continue,
+            };
+            if let JoinConstraint::On(e) = constraint {
+                condition(e);
+            }
+        }
+    }
+}
+
+/// Whether `e` is a condition (`boolean` on PostgreSQL) by its shape.
+fn is_boolean(e: &Expr) -> bool {
+    match e {
+        Expr::IsNull(_)
+        | Expr::IsNotNull(_)
+        | Expr::IsTrue(_)
+        | Expr::IsNotTrue(_)
+        | Expr::IsFalse(_)
+        | Expr::IsNotFalse(_)
+        | Expr::IsDistinctFrom(..)
+        | Expr::IsNotDistinctFrom(..)
+        | Expr::Exists { .. }
+        | Expr::InList { .. }
+        | Expr::InSubquery { .. }
+        | Expr::Between { .. }
+        | Expr::Like { .. }
+        | Expr::ILike { .. } => true,
+        Expr::BinaryOp { op, .. } => matches!(
+            op,
+            BinaryOperator::Eq
+                | BinaryOperator::NotEq
+                | BinaryOperator::Lt
+                | BinaryOperator::LtEq
+                | BinaryOperator::Gt
+                | BinaryOperator::GtEq
+                | BinaryOperator::And
+                | BinaryOperator::Or
+        ),
+        Expr::UnaryOp {
+            op: UnaryOperator::Not,
+            ..
+        } => true,
+        Expr::Nested(inner) => is_boolean(inner),
+        Expr::Value(v) => matches!(v.value, Value::Boolean(_)),
+        _ => false,
+    }
+}
+
+/// `e` where a condition is wanted: an integer becomes `(e) <> 0`.
+fn condition(e: &mut Expr) {
+    if !is_boolean(e) {
+        let value = std::mem::replace(e, Expr::value(Value::Null));
+        *e = Expr::BinaryOp {
+            left: Box::new(Expr::Nested(Box::new(value))),
+            op: BinaryOperator::NotEq,
+            right: Box::new(Expr::value(number("0"))),
+        };
+    }
+}
+
+/// `e` where a value is wanted: a condition becomes `0`/`1` (NULL stays NULL).
+fn integer(e: &mut Expr) {
+    if is_boolean(e) {
+        let value = std::mem::replace(e, Expr::value(Value::Null));
+        *e = cast_to(cast_to(value, DataType::Int(None)), DataType::BigInt(None));
+    }
+}
+
+fn cast_to(e: Expr, data_type: DataType) -> Expr {
+    Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(e),
+        data_type,
+        format: None,
+    }
+}
+
+/// SQLite's type names as PostgreSQL's, a condition cast to an integer through `int`.
+fn cast(inner: &mut Expr, data_type: &mut DataType) {
+    match data_type {
+        DataType::Integer(_) | DataType::Int(_) | DataType::BigInt(_) => {
+            *data_type = DataType::BigInt(None);
+            if is_boolean(inner) {
+                let value = std::mem::replace(inner, Expr::value(Value::Null));
+                *inner = cast_to(value, DataType::Int(None));
+            }
+        }
+        DataType::Blob(_) => *data_type = DataType::Bytea,
+        DataType::Real | DataType::Double(_) => *data_type = DataType::DoublePrecision,
+        _ => {}
+    }
+}
+
+/// SQLite's scalar functions as PostgreSQL's, their arguments as values.
+fn function(f: &mut Function) {
+    let FunctionArguments::List(list) = &mut f.args else {
+        return;
+    };
+    for arg in &mut list.args {
+        if let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = arg {
+            integer(e);
+        }
+    }
+    let name = f.name.to_string().to_ascii_lowercase();
+    let renamed = match (name.as_str(), list.args.len()) {
+        ("max", n) if n > 1 => "GREATEST",
+        ("min", n) if n > 1 => "LEAST",
+        ("ifnull", _) => "COALESCE",
+        _ => return,
+    };
+    f.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(renamed))]);
+}
+
+fn is_placeholder(e: &Expr) -> bool {
+    matches!(e, Expr::Value(v) if matches!(v.value, Value::Placeholder(_)))
+}
+
+fn number(n: &str) -> Value {
+    Value::Number(n.into(), false)
+}
+
+fn call(name: &str, args: Vec<Expr>) -> Expr {
+    Expr::Function(Function {
+        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args
+                .into_iter()
+                .map(|e| FunctionArg::Unnamed(FunctionArgExpr::Expr(e)))
+                .collect(),
+            clauses: Vec::new(),
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::translate;
+
+    fn pg(sql: &str, params: usize) -> String {
+        translate(sql, params).unwrap()
+    }
+
+    #[test]
+    fn parameters_are_numbered_as_sqlite_numbers_them() {
+        assert_eq!(
+            pg("SELECT a FROM t WHERE b = ?1 AND c = ?2 AND d = ?1", 2),
+            "SELECT a FROM t WHERE b = $1 AND c = $2 AND d = $1"
+        );
+        assert_eq!(
+            pg("SELECT a FROM t WHERE b = ? AND c = ?", 2),
+            "SELECT a FROM t WHERE b = $1 AND c = $2"
+        );
+        assert!(translate("SELECT a FROM t WHERE b = ?1", 2).is_err());
+    }
+
+    #[test]
+    fn conditions_and_integers_meet_as_each_dialect_wants() {
+        assert_eq!(
+            pg("SELECT CAST(a IS NULL AS INTEGER) AS n, b = 1 AS m FROM t WHERE enabled AND NOT gone", 0),
+            "SELECT CAST(CAST(a IS NULL AS INT) AS BIGINT) AS n, CAST(CAST(b = 1 AS INT) AS BIGINT) AS m \
+             FROM t WHERE (enabled) <> 0 AND NOT (gone) <> 0"
+        );
+        assert_eq!(
+            pg("SELECT sum(a IS NULL) FROM t", 0),
+            "SELECT sum(CAST(CAST(a IS NULL AS INT) AS BIGINT)) FROM t"
+        );
+    }
+
+    #[test]
+    fn sqlite_only_spellings_become_postgresql_ones() {
+        assert_eq!(
+            pg("INSERT OR IGNORE INTO t (a) VALUES (?1)", 1),
+            "INSERT INTO t (a) VALUES ($1) ON CONFLICT DO NOTHING"
+        );
+        assert_eq!(
+            pg("SELECT max(a, ?1), CAST(b AS BLOB) FROM t ORDER BY a, b DESC LIMIT ?2", 2),
+            "SELECT GREATEST(a, $1), CAST(b AS BYTEA) FROM t ORDER BY a NULLS FIRST, b DESC NULLS LAST LIMIT NULLIF($2, -1)"
+        );
+        assert_eq!(
+            pg("SELECT a FROM t INDEXED BY t_by_a WHERE a = 1 AND NOT EXISTS (SELECT 1 FROM u NOT INDEXED)", 0),
+            "SELECT a FROM t WHERE a = 1 AND NOT EXISTS (SELECT 1 FROM u)"
+        );
+        assert_eq!(
+            pg("SELECT n FROM (SELECT count(*) AS n FROM t)", 0),
+            "SELECT n FROM (SELECT count(*) AS n FROM t) AS derived_1"
+        );
+    }
+}

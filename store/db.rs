@@ -1,0 +1,162 @@
+//! The connection an operation's statements run on, whichever backend holds the store.
+//!
+//! Invariant: operations, the checked-query runtime and the generated helpers see only [`Db`]
+//! (and rows only as [`Columns`]), never a backend's own connection or row type, so each
+//! operation is written once and runs with the same semantics on every backend.
+
+use crate::error::{Error, Result};
+use rusqlite::types::{ToSql, ValueRef};
+use rusqlite::Connection;
+
+/// A connection inside the frame the caller set up (a write transaction, a read snapshot, or a
+/// plain read): what [`crate::Query`] and every operation run their statements on.
+#[derive(Clone, Copy)]
+pub struct Db<'a> {
+    inner: Inner<'a>,
+}
+
+#[derive(Clone, Copy)]
+enum Inner<'a> {
+    Sqlite(&'a Connection),
+}
+
+impl std::fmt::Debug for Db<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.inner {
+            Inner::Sqlite(_) => f.write_str("Db::Sqlite"),
+        }
+    }
+}
+
+impl<'a> Db<'a> {
+    /// A SQLite connection.
+    pub fn sqlite(conn: &'a Connection) -> Db<'a> {
+        Db {
+            inner: Inner::Sqlite(conn),
+        }
+    }
+
+    /// Runs `sql` with `params` and hands each row to `f` until it returns `false`. Not generic,
+    /// so the hundreds of record types the macros create share one copy of the statement loop.
+    pub(crate) fn each_row(
+        &self,
+        sql: &str,
+        params: &[&dyn ToSql],
+        f: &mut dyn FnMut(&dyn Columns) -> Result<bool>,
+    ) -> Result<()> {
+        match self.inner {
+            Inner::Sqlite(conn) => {
+                let mut stmt = conn.prepare_cached(sql)?;
+                let mut rows = stmt.query(params)?;
+                while let Some(row) = rows.next()? {
+                    if !f(row)? {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// [`Db::each_row`] for a statement built at run time, kept out of the statement cache:
+    /// such statements vary and would evict the hot ones.
+    pub(crate) fn each_row_once(
+        &self,
+        sql: &str,
+        params: &[&dyn ToSql],
+        f: &mut dyn FnMut(&dyn Columns) -> Result<bool>,
+    ) -> Result<()> {
+        match self.inner {
+            Inner::Sqlite(conn) => {
+                let mut stmt = conn.prepare(sql)?;
+                let mut rows = stmt.query(params)?;
+                while let Some(row) = rows.next()? {
+                    if !f(row)? {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs `sql` with `params` and returns the number of rows it changed.
+    pub(crate) fn execute(&self, sql: &str, params: &[&dyn ToSql]) -> Result<usize> {
+        match self.inner {
+            Inner::Sqlite(conn) => Ok(conn.prepare_cached(sql)?.execute(params)?),
+        }
+    }
+
+    /// Whether statements run on PostgreSQL (in its dialect).
+    pub(crate) fn is_postgres(&self) -> bool {
+        !matches!(self.inner, Inner::Sqlite(_))
+    }
+
+    /// The SQLite connection, when the store is on SQLite: for the few things only SQLite has
+    /// (its planner's statistics, `EXPLAIN QUERY PLAN`, checkpoints).
+    pub fn as_sqlite(&self) -> Option<&'a Connection> {
+        match self.inner {
+            Inner::Sqlite(conn) => Some(conn),
+        }
+    }
+}
+
+/// What a checked statement can run on: a [`Db`], or a SQLite [`Connection`] (and anything that
+/// dereferences to one, like the store's [`crate::Reader`]).
+pub trait Executor {
+    /// The connection to run on.
+    fn db(&self) -> Db<'_>;
+}
+
+impl Executor for Db<'_> {
+    fn db(&self) -> Db<'_> {
+        *self
+    }
+}
+
+impl Executor for Connection {
+    fn db(&self) -> Db<'_> {
+        Db::sqlite(self)
+    }
+}
+
+impl Executor for rusqlite::Transaction<'_> {
+    fn db(&self) -> Db<'_> {
+        Db::sqlite(self)
+    }
+}
+
+impl Executor for rusqlite::Savepoint<'_> {
+    fn db(&self) -> Db<'_> {
+        Db::sqlite(self)
+    }
+}
+
+impl Executor for crate::Reader<'_> {
+    fn db(&self) -> Db<'_> {
+        Db::sqlite(self)
+    }
+}
+
+/// One result row, read column by column as SQLite's value types whatever the backend: what
+/// decoders ([`crate::FromRow`], the macros' records, `FromColumn`) read.
+pub trait Columns {
+    /// The value of column `idx` (0-based).
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] when there is no such column.
+    fn value(&self, idx: usize) -> Result<ValueRef<'_>>;
+
+    /// The name of column `idx` as the statement gives it (its alias), for messages.
+    fn name(&self, idx: usize) -> Option<&str>;
+}
+
+impl Columns for rusqlite::Row<'_> {
+    fn value(&self, idx: usize) -> Result<ValueRef<'_>> {
+        self.get_ref(idx).map_err(Error::Sqlite)
+    }
+
+    fn name(&self, idx: usize) -> Option<&str> {
+        self.as_ref().column_name(idx).ok()
+    }
+}
