@@ -56,20 +56,25 @@ impl Store {
     /// still on an old snapshot, another process checkpointing) leaves the log for the next
     /// commit to note.
     pub(crate) fn checkpoint_if_due(&self) {
-        let pages = self.checkpoint_due().swap(0, Ordering::AcqRel);
+        let Some(due) = self.checkpoint_due() else {
+            return;
+        };
+        let pages = due.swap(0, Ordering::AcqRel);
         if pages < PAGES {
             return;
         }
         if pages >= LIMIT {
             // Held between batches, no frame is added while the copy runs, so it can finish.
-            self.writer().between_batches(passive);
+            if let Ok(writer) = self.sqlite_writer() {
+                writer.between_batches(passive);
+            }
             return;
         }
         // Never wait for a reader: a write must not stall behind long reads for this.
         match self.idle_conn() {
             Some(conn) => passive(&conn),
             None => {
-                self.checkpoint_due().fetch_max(pages, Ordering::AcqRel);
+                due.fetch_max(pages, Ordering::AcqRel);
             }
         }
     }

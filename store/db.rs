@@ -18,12 +18,16 @@ pub struct Db<'a> {
 #[derive(Clone, Copy)]
 enum Inner<'a> {
     Sqlite(&'a Connection),
+    #[cfg(feature = "postgres")]
+    Postgres(&'a crate::postgres::Session),
 }
 
 impl std::fmt::Debug for Db<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.inner {
             Inner::Sqlite(_) => f.write_str("Db::Sqlite"),
+            #[cfg(feature = "postgres")]
+            Inner::Postgres(_) => f.write_str("Db::Postgres"),
         }
     }
 }
@@ -36,11 +40,19 @@ impl<'a> Db<'a> {
         }
     }
 
+    /// A PostgreSQL connection.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn postgres(session: &'a crate::postgres::Session) -> Db<'a> {
+        Db {
+            inner: Inner::Postgres(session),
+        }
+    }
+
     /// Runs `sql` with `params` and hands each row to `f` until it returns `false`. Not generic,
     /// so the hundreds of record types the macros create share one copy of the statement loop.
     pub(crate) fn each_row(
         &self,
-        sql: &str,
+        sql: &'static str,
         params: &[&dyn ToSql],
         f: &mut dyn FnMut(&dyn Columns) -> Result<bool>,
     ) -> Result<()> {
@@ -55,6 +67,8 @@ impl<'a> Db<'a> {
                 }
                 Ok(())
             }
+            #[cfg(feature = "postgres")]
+            Inner::Postgres(session) => session.each_row(sql, params, f),
         }
     }
 
@@ -77,13 +91,17 @@ impl<'a> Db<'a> {
                 }
                 Ok(())
             }
+            #[cfg(feature = "postgres")]
+            Inner::Postgres(session) => session.each_row_once(sql, params, f),
         }
     }
 
     /// Runs `sql` with `params` and returns the number of rows it changed.
-    pub(crate) fn execute(&self, sql: &str, params: &[&dyn ToSql]) -> Result<usize> {
+    pub(crate) fn execute(&self, sql: &'static str, params: &[&dyn ToSql]) -> Result<usize> {
         match self.inner {
             Inner::Sqlite(conn) => Ok(conn.prepare_cached(sql)?.execute(params)?),
+            #[cfg(feature = "postgres")]
+            Inner::Postgres(session) => session.execute(sql, params),
         }
     }
 
@@ -97,6 +115,8 @@ impl<'a> Db<'a> {
     pub fn as_sqlite(&self) -> Option<&'a Connection> {
         match self.inner {
             Inner::Sqlite(conn) => Some(conn),
+            #[cfg(feature = "postgres")]
+            Inner::Postgres(_) => None,
         }
     }
 }

@@ -63,12 +63,20 @@ impl Store {
             .iter()
             .map(|p| p as &dyn rusqlite::ToSql)
             .collect();
-        self.reading()?
-            .db()
-            .each_row_once(&bound.sql, &params, &mut |row| {
-                out.push(R::from_row(row)?);
-                Ok(true)
-            })?;
+        let reading = self.reading()?;
+        let db = reading.db();
+        #[cfg(feature = "postgres")]
+        let sql = if db.is_postgres() {
+            &bound.postgres
+        } else {
+            &bound.sql
+        };
+        #[cfg(not(feature = "postgres"))]
+        let sql = &bound.sql;
+        db.each_row_once(sql, &params, &mut |row| {
+            out.push(R::from_row(row)?);
+            Ok(true)
+        })?;
         Ok(out)
     }
 }
@@ -77,6 +85,9 @@ impl Store {
 /// statement) `Send`, so the async handle renders on the caller and runs on the blocking pool.
 pub(crate) struct Bound {
     sql: String,
+    /// The same statement rendered for PostgreSQL (same values, same order).
+    #[cfg(feature = "postgres")]
+    postgres: String,
     params: Vec<Sql>,
 }
 
@@ -92,7 +103,12 @@ impl Bound {
             .into_iter()
             .map(to_sql)
             .collect::<Result<Vec<_>>>()?;
-        Ok(Bound { sql, params })
+        Ok(Bound {
+            sql,
+            #[cfg(feature = "postgres")]
+            postgres: statement.build(sea_query::PostgresQueryBuilder).0,
+            params,
+        })
     }
 }
 

@@ -57,16 +57,31 @@ pub struct Store {
 
 #[derive(Debug)]
 struct Shared {
-    writer: Writer,
-    /// The log length, in pages, noted when a commit left it long enough for a checkpoint
-    /// ([`crate::checkpoint`]); 0 when none is due.
-    checkpoint_due: Arc<AtomicI32>,
-    readers: Pool,
+    engine: Engine,
+    /// The database file, or a PostgreSQL database's URL without its password.
     path: Arc<Path>,
     read_only: bool,
     outcome: Outcome,
     clock: Arc<dyn Clock>,
     keys: Arc<dyn KeyProvider>,
+}
+
+/// The connections of the backend that holds the store.
+// One per store, behind its `Arc`: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+enum Engine {
+    /// One SQLite file: the group-committing writer and the read pool.
+    Sqlite {
+        writer: Writer,
+        /// The log length, in pages, noted when a commit left it long enough for a checkpoint
+        /// ([`crate::checkpoint`]); 0 when none is due.
+        checkpoint_due: Arc<AtomicI32>,
+        readers: Pool,
+    },
+    /// A PostgreSQL database shared by every node.
+    #[cfg(feature = "postgres")]
+    Postgres(crate::postgres::Pool),
 }
 
 /// How a handle shares its connections ([`crate::OpenOptions`] sets them).
@@ -112,15 +127,17 @@ impl Store {
         });
         Ok(Store {
             shared: Arc::new(Shared {
-                writer: Writer::new(writer, sharing.batch),
-                checkpoint_due,
-                readers: Pool::new(
-                    first_reader,
-                    sharing.read_connections,
-                    sharing.busy_timeout,
-                    path.clone(),
-                    opener,
-                ),
+                engine: Engine::Sqlite {
+                    writer: Writer::new(writer, sharing.batch),
+                    checkpoint_due,
+                    readers: Pool::new(
+                        first_reader,
+                        sharing.read_connections,
+                        sharing.busy_timeout,
+                        path.clone(),
+                        opener,
+                    ),
+                },
                 path,
                 read_only,
                 outcome,
@@ -128,6 +145,28 @@ impl Store {
                 keys,
             }),
         })
+    }
+
+    /// A handle on a PostgreSQL database the caller has gated (and migrated, unless read-only).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn assemble_postgres(
+        pool: crate::postgres::Pool,
+        path: Arc<Path>,
+        read_only: bool,
+        outcome: Outcome,
+        clock: Arc<dyn Clock>,
+        keys: Arc<dyn KeyProvider>,
+    ) -> Store {
+        Store {
+            shared: Arc::new(Shared {
+                engine: Engine::Postgres(pool),
+                path,
+                read_only,
+                outcome,
+                clock,
+                keys,
+            }),
+        }
     }
 
     /// Whether the store was opened with [`Store::open_read_only`].
@@ -190,37 +229,102 @@ impl Store {
     /// [`Error::Busy`]: crate::Error::Busy
     pub fn conn(&self) -> Result<Reader<'_>> {
         error::working_on(&self.shared.path, self.shared.read_only);
-        self.shared.readers.get()
+        match &self.shared.engine {
+            Engine::Sqlite { readers, .. } => readers.get(),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "a SQLite reader (Store::conn; use Store::reading)",
+                backend: "PostgreSQL",
+            }),
+        }
     }
 
-    /// A read connection for an operation, on whichever backend holds the store.
-    pub(crate) fn reading(&self) -> Result<Reading<'_>> {
-        Ok(Reading::Sqlite(self.conn()?))
+    /// A read connection on whichever backend holds the store, for the generated read helpers
+    /// and the query macros (through [`Executor`]); dropping it gives it back.
+    ///
+    /// ```
+    /// use seed_agents_store::{schema::accounts, Store};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let store = Store::open(dir.path().join("agents.sqlite"))?;
+    /// store.touch_account("acct-1")?;
+    /// assert!(accounts::get(&store.reading()?, "acct-1")?.is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Store::conn`] on SQLite; `Error::Postgres` when no PostgreSQL connection can
+    /// be had.
+    pub fn reading(&self) -> Result<Reading<'_>> {
+        match &self.shared.engine {
+            Engine::Sqlite { .. } => Ok(Reading::Sqlite(self.conn()?)),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(pool) => Ok(Reading::Postgres(Box::new(pool.get()?))),
+        }
     }
 
     /// A read connection inside a read transaction: every read through it sees one snapshot,
     /// whatever commits meanwhile (a row and the key it names, a log and its head). Dropping it
     /// ends the transaction.
     pub(crate) fn snapshot(&self) -> Result<Reading<'_>> {
-        let conn = self.conn()?;
-        conn.execute_batch("BEGIN DEFERRED")?;
-        Ok(Reading::Sqlite(conn))
+        match &self.shared.engine {
+            Engine::Sqlite { .. } => {
+                let conn = self.conn()?;
+                conn.execute_batch("BEGIN DEFERRED")?;
+                Ok(Reading::Sqlite(conn))
+            }
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(pool) => {
+                let mut lease = pool.get()?;
+                lease.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+                Ok(Reading::Postgres(Box::new(lease)))
+            }
+        }
     }
 
-    /// The log length noted for a due checkpoint, for [`crate::checkpoint`].
-    pub(crate) fn checkpoint_due(&self) -> &AtomicI32 {
-        &self.shared.checkpoint_due
+    /// The log length noted for a due checkpoint, for [`crate::checkpoint`] (none on a backend
+    /// without SQLite's log).
+    pub(crate) fn checkpoint_due(&self) -> Option<&AtomicI32> {
+        match &self.shared.engine {
+            Engine::Sqlite { checkpoint_due, .. } => Some(checkpoint_due),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(_) => None,
+        }
     }
 
     /// An idle read connection, if one is free now (never waits).
     pub(crate) fn idle_conn(&self) -> Option<Reader<'_>> {
-        self.shared.readers.try_get()
+        match &self.shared.engine {
+            Engine::Sqlite { readers, .. } => readers.try_get(),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(_) => None,
+        }
     }
 
-    /// The group-commit writer, for the transaction frame.
-    pub(crate) fn writer(&self) -> &Writer {
+    /// The PostgreSQL pool, when the store is on PostgreSQL.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn postgres(&self) -> Option<&crate::postgres::Pool> {
+        match &self.shared.engine {
+            Engine::Postgres(pool) => Some(pool),
+            Engine::Sqlite { .. } => None,
+        }
+    }
+
+    /// The group-commit writer of a SQLite store, for the transaction frame and what only
+    /// SQLite has (checkpoints, its pragmas).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] on another backend.
+    pub(crate) fn sqlite_writer(&self) -> Result<&Writer> {
         error::working_on(&self.shared.path, self.shared.read_only);
-        &self.shared.writer
+        match &self.shared.engine {
+            Engine::Sqlite { writer, .. } => Ok(writer),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "SQLite's writer",
+                backend: "PostgreSQL",
+            }),
+        }
     }
 
     /// Sets how long a commit waits for the disk. [`Durability::Full`] (the default) makes every
@@ -235,7 +339,7 @@ impl Store {
             Durability::Full => "FULL",
             Durability::Normal => "NORMAL",
         };
-        self.writer()
+        self.sqlite_writer()?
             .between_batches(|conn| conn.pragma_update(None, "synchronous", mode))?;
         Ok(())
     }
@@ -253,7 +357,11 @@ impl Store {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn commit_stats(&self) -> CommitStats {
-        self.shared.writer.stats()
+        match &self.shared.engine {
+            Engine::Sqlite { writer, .. } => writer.stats(),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(pool) => pool.stats(),
+        }
     }
 
     /// Row counts of every table, in schema order.
@@ -269,18 +377,33 @@ impl Store {
     }
 }
 
-/// A read connection of an operation ([`Store::reading`], [`Store::snapshot`]): what its
-/// statements run on, through [`Executor`].
-pub(crate) enum Reading<'a> {
+/// A read connection ([`Store::reading`]): what statements run on, through [`Executor`], on
+/// whichever backend holds the store; dropping it gives it back.
+pub enum Reading<'a> {
     /// A pooled SQLite reader.
     Sqlite(Reader<'a>),
+    /// A pooled PostgreSQL connection.
+    #[cfg(feature = "postgres")]
+    Postgres(Box<crate::postgres::Lease<'a>>),
+}
+
+impl std::fmt::Debug for Reading<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Reading::Sqlite(_) => "Reading::Sqlite",
+            #[cfg(feature = "postgres")]
+            Reading::Postgres(_) => "Reading::Postgres",
+        })
+    }
 }
 
 impl Reading<'_> {
     /// The connection, for an operation's statements.
-    pub(crate) fn db(&self) -> Db<'_> {
+    pub fn db(&self) -> Db<'_> {
         match self {
             Reading::Sqlite(reader) => Db::sqlite(reader),
+            #[cfg(feature = "postgres")]
+            Reading::Postgres(lease) => Db::postgres(lease.session()),
         }
     }
 }
@@ -319,7 +442,8 @@ mod tests {
         let store = Store::open(dir.path().join("d.sqlite")).unwrap();
         let mode = |store: &Store| -> i64 {
             store
-                .writer()
+                .sqlite_writer()
+                .unwrap()
                 .raw()
                 .query_row("PRAGMA synchronous", [], |r| r.get(0))
                 .unwrap()

@@ -105,11 +105,11 @@ pub struct ReadmeDoctests;
 #[cfg(feature = "tokio")]
 pub use asynchronous::AsyncStore;
 pub use commit::CommitStats;
-pub use handle::{Durability, Store};
+pub use handle::{Durability, Reading, Store};
 pub use migrate::{EmbeddedMigration, Outcome, Progress};
 pub use open::{
-    resolve_path, status, OpenOptions, StatusReport, Verdict, DB_PATH_ENV, DEFAULT_BATCH_AGE,
-    DEFAULT_BATCH_OPERATIONS, DEFAULT_DB_PATH, DEFAULT_READ_CONNECTIONS,
+    is_postgres_url, resolve_path, status, OpenOptions, StatusReport, Verdict, DB_PATH_ENV,
+    DEFAULT_BATCH_AGE, DEFAULT_BATCH_OPERATIONS, DEFAULT_DB_PATH, DEFAULT_READ_CONNECTIONS,
 };
 pub use pool::Reader;
 

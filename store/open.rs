@@ -365,6 +365,9 @@ impl OpenOptions {
     /// # Errors
     /// As [`Store::open`].
     pub fn open(mut self, path: impl AsRef<Path>) -> Result<Store> {
+        if let Some(url) = postgres_url(path.as_ref()) {
+            return self.open_postgres(url, false);
+        }
         let shared: Arc<Path> = Arc::from(path.as_ref());
         error::working_on(&shared, false);
         let path = shared.to_path_buf();
@@ -404,6 +407,9 @@ impl OpenOptions {
     /// # Errors
     /// As [`Store::open_read_only`].
     pub fn open_read_only(self, path: impl AsRef<Path>) -> Result<Store> {
+        if let Some(url) = postgres_url(path.as_ref()) {
+            return self.open_postgres(url, true);
+        }
         let shared: Arc<Path> = Arc::from(path.as_ref());
         error::working_on(&shared, true);
         let path = shared.to_path_buf();
@@ -451,6 +457,73 @@ impl OpenOptions {
             keys: self.keys,
         };
         Store::assemble(parts, self.sharing)
+    }
+}
+
+/// Whether `location` names a PostgreSQL database (a `postgres://` or `postgresql://` URL)
+/// rather than a SQLite file: what [`Store::open`] decides the backend by.
+pub fn is_postgres_url(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
+/// The PostgreSQL URL `location` is, if it is one.
+fn postgres_url(location: &Path) -> Option<&str> {
+    location.to_str().filter(|s| is_postgres_url(s))
+}
+
+impl OpenOptions {
+    /// Opens the PostgreSQL database at `url`: the gate, then (read-write) the install or the
+    /// migrations, then a pool of connections for the handle.
+    #[cfg(feature = "postgres")]
+    fn open_postgres(self, url: &str, read_only: bool) -> Result<Store> {
+        let mut database = crate::postgres::Database::connect(url)?;
+        let name = database.name().to_string();
+        let latest = schema::SCHEMA_VERSION;
+        let outcome = if read_only {
+            let needs = |what: String| Error::ReadOnly {
+                path: PathBuf::from(&name),
+                detail: format!(
+                    "{what}, which a read-only open cannot do; open it read-write first"
+                ),
+            };
+            match database.inspect()? {
+                crate::postgres::State::Fresh => {
+                    return Err(needs(format!(
+                        "it is empty and needs version {latest} installed"
+                    )))
+                }
+                crate::postgres::State::At(v) if v < latest => {
+                    return Err(needs(format!(
+                        "it is at version {v} and needs migrating to {latest}"
+                    )))
+                }
+                crate::postgres::State::At(version) => Outcome::Current { version },
+            }
+        } else {
+            database.prepare()?
+        };
+        drop(database);
+        // Every operation holds one connection while it runs: room for the readers and as
+        // many writers waiting on the write lock.
+        let max = self.sharing.read_connections.max(DEFAULT_READ_CONNECTIONS) * 4;
+        let pool = crate::postgres::Pool::new(url, &name, max);
+        Ok(Store::assemble_postgres(
+            pool,
+            Arc::from(Path::new(&name)),
+            read_only,
+            outcome,
+            self.clock,
+            self.keys,
+        ))
+    }
+
+    /// Without the `postgres` feature a PostgreSQL URL names nothing this build can open.
+    #[cfg(not(feature = "postgres"))]
+    fn open_postgres(self, _url: &str, _read_only: bool) -> Result<Store> {
+        Err(Error::Unsupported {
+            what: "a PostgreSQL URL (build with the `postgres` feature)",
+            backend: "this build",
+        })
     }
 }
 

@@ -15,6 +15,23 @@ use crate::error::Result;
 use crate::Store;
 
 impl Store {
+    /// Runs `op` in the backend's write frame: SQLite's group-committing writer, or one
+    /// PostgreSQL transaction under the store's write lock.
+    fn frame<T>(&self, op: impl FnOnce(&Db, i64) -> Result<T>) -> Result<T> {
+        #[cfg(feature = "postgres")]
+        if let Some(pool) = self.postgres() {
+            if self.is_read_only() {
+                return Err(crate::Error::ReadOnly {
+                    path: self.path().to_path_buf(),
+                    detail: "the store was opened read-only".into(),
+                });
+            }
+            return pool.write(|session| op(&Db::postgres(session), self.now_ms()));
+        }
+        self.sqlite_writer()?
+            .run(|conn| op(&Db::sqlite(conn), self.now_ms()))
+    }
+
     /// Runs `op` in one write transaction with the current time (epoch milliseconds), committing
     /// what it wrote when it returns `Ok` and rolling it all back otherwise.
     ///
@@ -32,9 +49,7 @@ impl Store {
         op: impl FnOnce(&Db, i64) -> Result<T>,
     ) -> Result<(T, Duration)> {
         let started = Instant::now();
-        let outcome = self
-            .writer()
-            .run(|conn| op(&Db::sqlite(conn), self.now_ms()));
+        let outcome = self.frame(op);
         let took = started.elapsed();
         self.checkpoint_if_due();
         outcome.map(|value| (value, took))

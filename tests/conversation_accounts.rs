@@ -1,5 +1,7 @@
 //! Accounts and signers, model providers and encrypted secrets.
 
+mod backend;
+
 use std::sync::{Arc, Barrier};
 
 use seed_agents_store::clock::ManualClock;
@@ -14,21 +16,22 @@ const T: i64 = 1_764_000_000_000;
 
 fn open(dir: &tempfile::TempDir) -> (Store, ManualClock) {
     let clock = ManualClock::new(T);
-    let store =
-        Store::open_with_clock(dir.path().join("db.sqlite"), Arc::new(clock.clone())).unwrap();
+    let store = Store::open_with_clock(
+        backend::location(dir.path(), "db.sqlite"),
+        Arc::new(clock.clone()),
+    )
+    .unwrap();
     (store, clock)
 }
 
 fn key_count(store: &Store) -> i64 {
-    store
-        .conn()
-        .unwrap()
-        .query_row(
-            "SELECT count(*) FROM server_config WHERE key = ?1",
-            [KEY_CONFIG_NAME],
-            |r| r.get(0),
-        )
-        .unwrap()
+    seed_agents_store::query!(
+        "SELECT CAST(count(*) AS INTEGER) AS \"n!\" FROM server_config WHERE key = ?1",
+        KEY_CONFIG_NAME
+    )
+    .fetch_one(&store.reading().unwrap())
+    .unwrap()
+    .n
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -38,21 +41,27 @@ fn key_count(store: &Store) -> i64 {
 fn accounts_are_created_lazily_and_touched_by_account_owned_writes() {
     let dir = tempfile::tempdir().unwrap();
     let (store, clock) = open(&dir);
-    assert!(accounts::get(&store.conn().unwrap(), A).unwrap().is_none());
+    assert!(accounts::get(&store.reading().unwrap(), A)
+        .unwrap()
+        .is_none());
     store
         .create_provider(A, "p", &ModelProviderConfig::new("openai"))
         .unwrap();
-    let row = accounts::get(&store.conn().unwrap(), A).unwrap().unwrap();
+    let row = accounts::get(&store.reading().unwrap(), A)
+        .unwrap()
+        .unwrap();
     assert_eq!((row.created_at, row.updated_at), (T, T));
     clock.set(T + 50);
     store.set_secret(A, "k", b"v", None).unwrap();
-    let row = accounts::get(&store.conn().unwrap(), A).unwrap().unwrap();
+    let row = accounts::get(&store.reading().unwrap(), A)
+        .unwrap()
+        .unwrap();
     assert_eq!((row.created_at, row.updated_at), (T, T + 50));
     // A clock that goes backwards never moves updated_at back.
     clock.set(T + 10);
     store.touch_account(A).unwrap();
     assert_eq!(
-        accounts::get(&store.conn().unwrap(), A)
+        accounts::get(&store.reading().unwrap(), A)
             .unwrap()
             .unwrap()
             .updated_at,
@@ -196,7 +205,7 @@ fn a_secret_round_trips_and_its_ciphertext_is_nonce_body_tag_without_the_plainte
         .set_secret(A, " openai-key ", plaintext, None)
         .unwrap();
     assert_eq!(info.name, "openai-key");
-    let row = secret_rows::get_by_name(&store.conn().unwrap(), A, "openai-key")
+    let row = secret_rows::get_by_name(&store.reading().unwrap(), A, "openai-key")
         .unwrap()
         .unwrap();
     assert_eq!(row.ciphertext.len(), 12 + plaintext.len() + 16);
@@ -215,7 +224,7 @@ fn a_secret_round_trips_and_its_ciphertext_is_nonce_body_tag_without_the_plainte
     );
     // Two writes of the same value use fresh nonces.
     store.set_secret(A, "again", plaintext, None).unwrap();
-    let again = secret_rows::get_by_name(&store.conn().unwrap(), A, "again")
+    let again = secret_rows::get_by_name(&store.reading().unwrap(), A, "again")
         .unwrap()
         .unwrap();
     assert_ne!(again.ciphertext[..12], row.ciphertext[..12]);
@@ -294,7 +303,7 @@ fn short_blobs_failed_tags_and_a_missing_key_are_distinct_errors() {
     assert_eq!(key_count(&store), 0);
     store.set_secret(A, "k", b"value", None).unwrap();
     let key = seed_agents_store::keys::EncryptionKey::from_bytes(
-        seed_agents_store::schema::server_config::get(&store.conn().unwrap(), KEY_CONFIG_NAME)
+        seed_agents_store::schema::server_config::get(&store.reading().unwrap(), KEY_CONFIG_NAME)
             .unwrap()
             .unwrap()
             .value
@@ -308,7 +317,7 @@ fn short_blobs_failed_tags_and_a_missing_key_are_distinct_errors() {
         ));
     }
     // A flipped bit anywhere fails the tag.
-    let mut blob = secret_rows::get_by_name(&store.conn().unwrap(), A, "k")
+    let mut blob = secret_rows::get_by_name(&store.reading().unwrap(), A, "k")
         .unwrap()
         .unwrap()
         .ciphertext;
@@ -321,13 +330,11 @@ fn short_blobs_failed_tags_and_a_missing_key_are_distinct_errors() {
     ));
     // Removing the key makes stored secrets undecryptable, and decrypting does not recreate it.
     // (A plain connection: the store's own is read-only and never deletes the key.)
-    rusqlite::Connection::open(store.path())
-        .unwrap()
-        .execute(
-            "DELETE FROM server_config WHERE key = ?1",
-            [KEY_CONFIG_NAME],
-        )
-        .unwrap();
+    backend::exec(
+        store.path(),
+        "DELETE FROM server_config WHERE key = ?1",
+        &[&KEY_CONFIG_NAME],
+    );
     assert!(matches!(
         store.decrypt_secret(A, "k"),
         Err(Error::NoSecretKey)
@@ -342,7 +349,7 @@ fn short_blobs_failed_tags_and_a_missing_key_are_distinct_errors() {
 fn two_connections_racing_for_the_first_key_create_one() {
     for _ in 0..5 {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("db.sqlite");
+        let path = backend::location(dir.path(), "db.sqlite");
         drop(Store::open(&path).unwrap());
         let barrier = Arc::new(Barrier::new(2));
         let handles: Vec<_> = [A, B]
@@ -365,10 +372,13 @@ fn two_connections_racing_for_the_first_key_create_one() {
         assert_eq!(key_count(&store), 1);
         // Later writes read the key back; they never replace it.
         let key = |store: &Store| -> Vec<u8> {
-            seed_agents_store::schema::server_config::get(&store.conn().unwrap(), KEY_CONFIG_NAME)
-                .unwrap()
-                .unwrap()
-                .value
+            seed_agents_store::schema::server_config::get(
+                &store.reading().unwrap(),
+                KEY_CONFIG_NAME,
+            )
+            .unwrap()
+            .unwrap()
+            .value
         };
         let before = key(&store);
         store.set_secret(A, "k2", b"more", None).unwrap();

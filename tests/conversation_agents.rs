@@ -1,6 +1,8 @@
 //! Agents, collaborators and the access check; sessions, their lineage, listing, titles, plans
 //! and the fields the agent maintains.
 
+mod backend;
+
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -21,8 +23,11 @@ const T: i64 = 1_764_000_000_000;
 
 fn open(dir: &tempfile::TempDir) -> (Store, ManualClock) {
     let clock = ManualClock::new(T);
-    let store =
-        Store::open_with_clock(dir.path().join("db.sqlite"), Arc::new(clock.clone())).unwrap();
+    let store = Store::open_with_clock(
+        backend::location(dir.path(), "db.sqlite"),
+        Arc::new(clock.clone()),
+    )
+    .unwrap();
     (store, clock)
 }
 
@@ -372,7 +377,7 @@ fn session_pages_are_stable_under_concurrent_inserts_and_filter_children() {
     let default_page = store.sessions(A, &agent, &SessionQuery::default()).unwrap();
     assert_eq!(default_page.items.len(), 50, "default page size");
     // Page through 25 at a time while another connection keeps inserting sessions.
-    let path = dir.path().join("db.sqlite");
+    let path = backend::location(dir.path(), "db.sqlite");
     let writer = Store::open_with_clock(&path, Arc::new(ManualClock::new(T + 1_000))).unwrap();
     let mut seen = Vec::new();
     let mut after: Option<Cursor> = None;

@@ -1,6 +1,8 @@
 //! Deleting a session (detach, promote, no cascade) and an agent (the description's full order,
 //! one transaction, then the state directory).
 
+mod backend;
+
 use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension};
@@ -16,7 +18,11 @@ const B: &str = "acct-b";
 const T: i64 = 1_764_000_000_000;
 
 fn open(dir: &tempfile::TempDir) -> Store {
-    Store::open_with_clock(dir.path().join("db.sqlite"), Arc::new(ManualClock::new(T))).unwrap()
+    Store::open_with_clock(
+        backend::location(dir.path(), "db.sqlite"),
+        Arc::new(ManualClock::new(T)),
+    )
+    .unwrap()
 }
 
 fn agent(store: &mut Store, state_dir: &str) -> String {
@@ -115,6 +121,12 @@ fn column(conn: &Connection, sql: &str, id: &str) -> Option<String> {
 
 #[test]
 fn deleting_a_session_detaches_runs_and_firings_and_promotes_children() {
+    if backend::skip_on_postgres(
+        "deleting_a_session_detaches_runs_and_firings_and_promotes_children",
+        "it arranges and reads rows through a raw SQLite connection",
+    ) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let mut store = open(&dir);
     let a = agent(&mut store, "/d/a");
@@ -175,6 +187,12 @@ fn deleting_a_session_detaches_runs_and_firings_and_promotes_children() {
 
 #[test]
 fn deleting_an_agent_removes_what_it_owns_detaches_history_and_its_state_dir() {
+    if backend::skip_on_postgres(
+        "deleting_an_agent_removes_what_it_owns_detaches_history_and_its_state_dir",
+        "it arranges and reads rows through a raw SQLite connection",
+    ) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let mut store = open(&dir);
     let state_dir = dir.path().join("agents").join("x");
@@ -309,6 +327,12 @@ fn deleting_an_agent_removes_what_it_owns_detaches_history_and_its_state_dir() {
 
 #[test]
 fn deleting_another_accounts_agent_changes_nothing() {
+    if backend::skip_on_postgres(
+        "deleting_another_accounts_agent_changes_nothing",
+        "it arranges and reads rows through a raw SQLite connection",
+    ) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let mut store = open(&dir);
     let x = agent(&mut store, "/d/x");
@@ -324,6 +348,12 @@ fn deleting_another_accounts_agent_changes_nothing() {
 
 #[test]
 fn a_state_dir_that_cannot_be_removed_is_a_typed_error_after_the_committed_delete() {
+    if backend::skip_on_postgres(
+        "a_state_dir_that_cannot_be_removed_is_a_typed_error_after_the_committed_delete",
+        "it arranges and reads rows through a raw SQLite connection",
+    ) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let mut store = open(&dir);
     // A regular file where the directory should be: removal fails with an I/O error.
@@ -349,6 +379,12 @@ fn a_state_dir_that_cannot_be_removed_is_a_typed_error_after_the_committed_delet
 
 #[test]
 fn deleting_an_agent_leaves_none_of_its_runs_claimable_or_waiting() {
+    if backend::skip_on_postgres(
+        "deleting_an_agent_leaves_none_of_its_runs_claimable_or_waiting",
+        "it arranges and reads rows through a raw SQLite connection",
+    ) {
+        return;
+    }
     use seed_agents_store::lease::Claim;
     use seed_agents_store::runs::{ClaimLimits, NewRun};
     use seed_agents_store::schema::runs::{Kind, Origin, Status};

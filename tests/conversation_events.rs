@@ -1,6 +1,8 @@
 //! The Log: seq allocation (contiguous, across threads and across processes), the activity
 //! rollups, replay after a seq, and the event payloads against hand-built canonical DAG-CBOR.
 
+mod backend;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -81,7 +83,7 @@ fn seqs(store: &Store, session: &str) -> Vec<i64> {
 #[test]
 fn seq_is_contiguous_from_one_per_session() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _, agent, s1) = fixture(&dir.path().join("db.sqlite"));
+    let (store, _, agent, s1) = fixture(&backend::location(dir.path(), "db.sqlite"));
     let s2 = store
         .create_session(
             A,
@@ -106,7 +108,7 @@ fn seq_is_contiguous_from_one_per_session() {
 #[test]
 fn appending_to_an_unknown_session_is_not_found_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _, _, _) = fixture(&dir.path().join("db.sqlite"));
+    let (store, _, _, _) = fixture(&backend::location(dir.path(), "db.sqlite"));
     let err = store.append_event(A, "nope", &tool_call("c")).unwrap_err();
     assert!(
         matches!(
@@ -124,7 +126,7 @@ fn appending_to_an_unknown_session_is_not_found_and_writes_nothing() {
 #[test]
 fn the_events_of_a_turn_are_appended_together_or_not_at_all() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _, _, session) = fixture(&dir.path().join("db.sqlite"));
+    let (store, _, _, session) = fixture(&backend::location(dir.path(), "db.sqlite"));
     store
         .append_event(A, &session, &tool_call("before"))
         .unwrap();
@@ -222,7 +224,7 @@ fn append_many_with(store: &Store, session: &str, writer: &str) {
 #[test]
 fn four_threads_appending_to_one_session_get_contiguous_seqs() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("db.sqlite");
+    let path = backend::location(dir.path(), "db.sqlite");
     let (store, _, _, session) = fixture(&path);
     let handles: Vec<_> = (0..4)
         .map(|w| {
@@ -239,7 +241,7 @@ fn four_threads_appending_to_one_session_get_contiguous_seqs() {
 #[test]
 fn four_threads_appending_through_one_shared_handle_get_contiguous_seqs() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("db.sqlite");
+    let path = backend::location(dir.path(), "db.sqlite");
     let (store, _, _, session) = fixture(&path);
     std::thread::scope(|s| {
         for w in 0..4 {
@@ -264,7 +266,7 @@ fn four_processes_appending_to_one_session_get_contiguous_seqs() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("db.sqlite");
+    let path = backend::location(dir.path(), "db.sqlite");
     let (store, _, _, session) = fixture(&path);
     let exe = std::env::current_exe().unwrap();
     let children: Vec<_> = (0..4)
@@ -322,7 +324,7 @@ fn rollup(store: &Store, agent: &str, session: &str) -> Rollup {
 #[test]
 fn rollups_are_null_until_the_first_event() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _, agent, session) = fixture(&dir.path().join("db.sqlite"));
+    let (store, _, agent, session) = fixture(&backend::location(dir.path(), "db.sqlite"));
     let r = rollup(&store, &agent, &session);
     assert_eq!(r.activity_at, None);
     assert_eq!(r.agent_message_at, None);
@@ -332,7 +334,7 @@ fn rollups_are_null_until_the_first_event() {
 #[test]
 fn a_user_message_moves_every_rollup_column() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, clock, agent, session) = fixture(&dir.path().join("db.sqlite"));
+    let (store, clock, agent, session) = fixture(&backend::location(dir.path(), "db.sqlite"));
     clock.set(T + 5);
     store
         .append_event(A, &session, &message(MessageRole::User, "hi", None))
@@ -362,7 +364,7 @@ fn a_user_message_moves_every_rollup_column() {
 #[test]
 fn tool_activity_moves_only_activity_columns() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, clock, agent, session) = fixture(&dir.path().join("db.sqlite"));
+    let (store, clock, agent, session) = fixture(&backend::location(dir.path(), "db.sqlite"));
     clock.set(T + 1);
     store
         .append_event(A, &session, &message(MessageRole::User, "hi", None))
@@ -439,7 +441,7 @@ fn tool_activity_moves_only_activity_columns() {
 #[test]
 fn a_child_sessions_message_moves_only_the_agents_activity() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, clock, agent, parent) = fixture(&dir.path().join("db.sqlite"));
+    let (store, clock, agent, parent) = fixture(&backend::location(dir.path(), "db.sqlite"));
     let child = store
         .create_session(
             A,
@@ -473,7 +475,7 @@ fn a_child_sessions_message_moves_only_the_agents_activity() {
 #[test]
 fn a_stamped_trigger_or_user_actor_is_what_message_from_records() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _, agent, session) = fixture(&dir.path().join("db.sqlite"));
+    let (store, _, agent, session) = fixture(&backend::location(dir.path(), "db.sqlite"));
     store
         .append_event(
             A,
@@ -519,7 +521,7 @@ fn the_actor_derives_from_the_shape_when_absent() {
 #[test]
 fn every_append_moves_the_sessions_updated_at_but_not_the_agents() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, clock, agent, session) = fixture(&dir.path().join("db.sqlite"));
+    let (store, clock, agent, session) = fixture(&backend::location(dir.path(), "db.sqlite"));
     clock.set(T + 100);
     store.append_event(A, &session, &tool_call("c")).unwrap();
     assert_eq!(
@@ -535,7 +537,7 @@ fn every_append_moves_the_sessions_updated_at_but_not_the_agents() {
 #[test]
 fn replay_returns_events_after_a_seq_ascending_with_an_optional_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _, _, session) = fixture(&dir.path().join("db.sqlite"));
+    let (store, _, _, session) = fixture(&backend::location(dir.path(), "db.sqlite"));
     for i in 0..10 {
         store
             .append_event(A, &session, &tool_call(&format!("c{i}")))
@@ -577,7 +579,7 @@ fn replay_returns_events_after_a_seq_ascending_with_an_optional_limit() {
 #[test]
 fn an_unknown_event_map_is_stored_and_replayed_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _, _, session) = fixture(&dir.path().join("db.sqlite"));
+    let (store, _, _, session) = fixture(&backend::location(dir.path(), "db.sqlite"));
     // {"x": 1, "type": "future", "nested": {"b": [true]}} written by hand, canonically.
     let bytes = [
         &[0xa3, 0x61, b'x', 0x01][..],

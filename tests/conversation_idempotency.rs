@@ -2,6 +2,8 @@
 //! (account, action), client id rules, the create-and-record transaction and the MessageSession
 //! form.
 
+mod backend;
+
 use std::cell::Cell;
 use std::sync::Arc;
 
@@ -19,7 +21,11 @@ const B: &str = "acct-b";
 const T: i64 = 1_764_000_000_000;
 
 fn open(dir: &tempfile::TempDir) -> Store {
-    Store::open_with_clock(dir.path().join("db.sqlite"), Arc::new(ManualClock::new(T))).unwrap()
+    Store::open_with_clock(
+        backend::location(dir.path(), "db.sqlite"),
+        Arc::new(ManualClock::new(T)),
+    )
+    .unwrap()
 }
 
 /// A CreateAgent request as the server would hash it.
@@ -67,7 +73,7 @@ fn create(
 }
 
 fn agent_count(store: &Store, account: &str) -> usize {
-    agent_rows::list_by_account_id(&store.conn().unwrap(), account)
+    agent_rows::list_by_account_id(&store.reading().unwrap(), account)
         .unwrap()
         .len()
 }
@@ -155,7 +161,7 @@ fn ids_are_scoped_per_account_and_action() {
     }
     assert_eq!(runs.get(), 3);
     assert_eq!(
-        action_idempotency::list_by_account_id(&store.conn().unwrap(), A)
+        action_idempotency::list_by_account_id(&store.reading().unwrap(), A)
             .unwrap()
             .len(),
         2
@@ -219,7 +225,7 @@ fn a_failed_create_records_nothing_and_can_be_retried() {
         .unwrap_err();
     assert!(matches!(err, Error::NotFound { what: "agent", .. }));
     assert!(
-        action_idempotency::get(&store.conn().unwrap(), A, "CreateSession", "s-1")
+        action_idempotency::get(&store.reading().unwrap(), A, "CreateSession", "s-1")
             .unwrap()
             .is_none()
     );

@@ -13,29 +13,28 @@ use seed_agents_store::payload::*;
 use seed_agents_store::runs::{ClaimLimits, ContinueAsNew, RunOutcome, SweepMode, LEASE_MS};
 use seed_agents_store::Error;
 
-/// Every row of the tables a worker's writes touch, as text.
+/// Every row of the tables a worker's writes touch, as text, in order.
 fn snapshot(f: &Fixture) -> Vec<String> {
-    let mut rows = Vec::new();
-    for table in [
-        "runs",
-        "run_journal",
-        "run_event_waits",
-        "sessions",
-        "session_events",
-    ] {
-        let conn = f.store.conn().unwrap();
-        let mut stmt = conn
-            .prepare(&format!("SELECT * FROM {table} ORDER BY 1, 2"))
-            .unwrap();
-        let columns = stmt.column_count();
-        let mut query = stmt.query(()).unwrap();
-        while let Some(row) = query.next().unwrap() {
-            let values: Vec<String> = (0..columns)
-                .map(|i| format!("{:?}", row.get_ref(i).unwrap()))
-                .collect();
-            rows.push(format!("{table}: {}", values.join(" | ")));
-        }
+    use seed_agents_store::schema::{run_event_waits, run_journal, runs, session_events, sessions};
+    macro_rules! rows {
+        ($($table:ident),*) => {{
+            let mut rows = Vec::new();
+            $(
+                let all: Vec<$table::Row> = f
+                    .store
+                    .select(
+                        sea_query::Query::select()
+                            .columns($table::Column::ALL.iter().copied())
+                            .from($table::Column::Table),
+                    )
+                    .unwrap();
+                rows.extend(all.iter().map(|r| format!("{}: {r:?}", stringify!($table))));
+            )*
+            rows
+        }};
     }
+    let mut rows = rows!(runs, run_journal, run_event_waits, sessions, session_events);
+    rows.sort();
     rows
 }
 

@@ -153,6 +153,12 @@ fn every_entry_kind_round_trips_with_call_seq_key_and_description() {
 
 #[test]
 fn the_entry_cap_fails_the_run_with_journal_cap() {
+    if execution_common::backend::skip_on_postgres(
+        "the_entry_cap_fails_the_run_with_journal_cap",
+        "it arranges rows through a raw SQLite connection",
+    ) {
+        return;
+    }
     let mut f = fixture();
     let run = live_run(&mut f);
     prefill(&f, &run, MAX_ENTRIES - 1, 1);
@@ -192,6 +198,12 @@ fn the_entry_cap_fails_the_run_with_journal_cap() {
 
 #[test]
 fn the_byte_cap_fails_the_run_with_journal_cap() {
+    if execution_common::backend::skip_on_postgres(
+        "the_byte_cap_fails_the_run_with_journal_cap",
+        "it arranges rows through a raw SQLite connection",
+    ) {
+        return;
+    }
     let mut f = fixture();
     let run = live_run(&mut f);
     // Four entries that leave 4 bytes under the cap: no entry fits after them.
@@ -216,6 +228,12 @@ fn the_byte_cap_fails_the_run_with_journal_cap() {
 
 #[test]
 fn the_cap_also_holds_on_the_signal_delivery_path() {
+    if execution_common::backend::skip_on_postgres(
+        "the_cap_also_holds_on_the_signal_delivery_path",
+        "it arranges rows through a raw SQLite connection",
+    ) {
+        return;
+    }
     let mut f = fixture();
     let run = live_run(&mut f);
     f.store

@@ -17,6 +17,7 @@ use std::sync::{Arc, Barrier};
 use execution_common::*;
 use seed_agents_store::lease::Claim;
 use seed_agents_store::payload::*;
+use seed_agents_store::query;
 use seed_agents_store::runs::{ClaimLimits, RunOutcome};
 use seed_agents_store::schema::runs::Kind;
 use seed_agents_store::triggers::{Admission, FiringKey, FiringRequest, NewTrigger};
@@ -55,15 +56,14 @@ fn claimer(store: &Store, name: &str) -> (Vec<String>, usize) {
                 let claim = Claim::of(&run).expect("a claimed run carries its claim");
                 if run.kind == Kind::Agent {
                     let session = run.session_id.clone().unwrap();
-                    let live: i64 = store
-                        .conn()
-                        .unwrap()
-                        .query_row(
-                            "SELECT count(*) FROM runs WHERE session_id = ?1 AND kind = 'agent' AND status IN ('claimed', 'running')",
-                            [&session],
-                            |r| r.get(0),
-                        )
-                        .unwrap();
+                    let live = query!(
+                        "SELECT CAST(count(*) AS INTEGER) AS \"n!\" FROM runs WHERE session_id = ?1 \
+                         AND kind = 'agent' AND status IN ('claimed', 'running')",
+                        session
+                    )
+                    .fetch_one(&store.reading().unwrap())
+                    .unwrap()
+                    .n;
                     if live != 1 {
                         violations += 1;
                     }
@@ -77,15 +77,12 @@ fn claimer(store: &Store, name: &str) -> (Vec<String>, usize) {
             None => {
                 // Agent runs of a busy session are not claimable until it finishes: look again a
                 // few times before concluding the queue is empty.
-                let queued: i64 = store
-                    .conn()
-                    .unwrap()
-                    .query_row(
-                        "SELECT count(*) FROM runs WHERE status = 'queued'",
-                        [],
-                        |r| r.get(0),
-                    )
-                    .unwrap();
+                let queued = query!(
+                    "SELECT CAST(count(*) AS INTEGER) AS \"n!\" FROM runs WHERE status = 'queued'"
+                )
+                .fetch_one(&store.reading().unwrap())
+                .unwrap()
+                .n;
                 if queued == 0 {
                     break;
                 }
@@ -164,15 +161,11 @@ fn check_claims(f: &Fixture, all: Vec<String>, violations: usize) {
     assert_eq!(all.len(), RUNS, "every run claimed once, none twice");
     let unique: HashSet<&String> = all.iter().collect();
     assert_eq!(unique.len(), RUNS);
-    let attempts: i64 = f
-        .store
-        .conn()
-        .unwrap()
-        .query_row(
-            "SELECT count(*) FROM runs WHERE attempt = 1 AND status = 'succeeded'",
-            [],
-            |r| r.get(0),
-        )
+    let attempts = query!(
+        "SELECT CAST(count(*) AS INTEGER) AS \"n!\" FROM runs WHERE attempt = 1 AND status = 'succeeded'"
+    )
+    .fetch_one(&f.store.reading().unwrap())
+    .map(|r| r.n)
         .unwrap();
     assert_eq!(attempts as usize, RUNS);
 }
@@ -366,7 +359,9 @@ fn signal_race(shared: bool) {
 /// Spawns `n` children playing `part` on the fixture's file; returns each child's RESULT lines.
 fn spawn_children(f: &Fixture, parts: &[&str]) -> Vec<(String, Vec<String>)> {
     let exe = std::env::current_exe().unwrap();
-    let go = go_file(&f.path());
+    // The start signal lives in the test's directory, whichever backend holds the store.
+    let signals = f.dir.path().join("agents.sqlite");
+    let go = go_file(&signals);
     let _ = std::fs::remove_file(&go);
     let children: Vec<_> = parts
         .iter()
@@ -382,6 +377,7 @@ fn spawn_children(f: &Fixture, parts: &[&str]) -> Vec<(String, Vec<String>)> {
                 ])
                 .env(ROLE, part)
                 .env(DB, f.path())
+                .env("EXEC_RACE_SIGNALS", &signals)
                 .env("EXEC_RACE_INDEX", i.to_string())
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
@@ -393,7 +389,7 @@ fn spawn_children(f: &Fixture, parts: &[&str]) -> Vec<(String, Vec<String>)> {
     // Start together once every child has opened its store (opening writes planner statistics
     // and should not compete with the race itself).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while (0..parts.len()).any(|i| !ready_file(&f.path(), i).exists()) {
+    while (0..parts.len()).any(|i| !ready_file(&signals, i).exists()) {
         assert!(
             std::time::Instant::now() < deadline,
             "children did not get ready"
@@ -441,8 +437,9 @@ fn race_child() {
     let path = std::env::var(DB).unwrap();
     let store = Store::open(&path).unwrap();
     let index: usize = std::env::var("EXEC_RACE_INDEX").unwrap().parse().unwrap();
-    std::fs::write(ready_file(Path::new(&path), index), b"ready").unwrap();
-    while !go_file(Path::new(&path)).exists() {
+    let signals = std::env::var("EXEC_RACE_SIGNALS").unwrap();
+    std::fs::write(ready_file(Path::new(&signals), index), b"ready").unwrap();
+    while !go_file(Path::new(&signals)).exists() {
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
     let pid = std::process::id();
@@ -474,13 +471,11 @@ fn race_child() {
 
 /// The waiting runs prepared by the parent, oldest first.
 fn signal_runs_from(store: &Store) -> Vec<String> {
-    let conn = store.conn().unwrap();
-    let mut stmt = conn
-        .prepare("SELECT id FROM runs WHERE title LIKE 'waiter %' ORDER BY created_at, id")
-        .unwrap();
-    stmt.query_map([], |r| r.get(0))
+    query!("SELECT id FROM runs WHERE title LIKE 'waiter %' ORDER BY created_at, id")
+        .fetch_all(&store.reading().unwrap())
         .unwrap()
-        .map(Result::unwrap)
+        .into_iter()
+        .map(|r| r.id)
         .collect()
 }
 

@@ -53,6 +53,12 @@ fn park_as_typescript(f: &mut Fixture, id: &str, wait: &[u8], not_before: Option
 
 #[test]
 fn a_children_wait_written_by_typescript_requeues_the_parent_when_its_children_resolve() {
+    if execution_common::backend::skip_on_postgres(
+        "a_children_wait_written_by_typescript_requeues_the_parent_when_its_children_resolve",
+        "it arranges TypeScript-written rows through a raw SQLite connection",
+    ) {
+        return;
+    }
     let mut f = fixture();
     let parent = f.store.enqueue_run(&workflow_run("parent")).unwrap();
     park_as_typescript(&mut f, &parent.id, &ts_wait("children"), None);
@@ -76,6 +82,12 @@ fn a_children_wait_written_by_typescript_requeues_the_parent_when_its_children_r
 
 #[test]
 fn a_timer_wait_written_by_typescript_wakes_when_due() {
+    if execution_common::backend::skip_on_postgres(
+        "a_timer_wait_written_by_typescript_wakes_when_due",
+        "it arranges TypeScript-written rows through a raw SQLite connection",
+    ) {
+        return;
+    }
     let mut f = fixture();
     let run = f.store.enqueue_run(&workflow_run("sleeper")).unwrap();
     // The vector's wakeAt is T0 + 60 s.
@@ -90,6 +102,12 @@ fn a_timer_wait_written_by_typescript_wakes_when_due() {
 
 #[test]
 fn an_event_wait_written_by_typescript_takes_its_signal() {
+    if execution_common::backend::skip_on_postgres(
+        "an_event_wait_written_by_typescript_takes_its_signal",
+        "it arranges TypeScript-written rows through a raw SQLite connection",
+    ) {
+        return;
+    }
     let mut f = fixture();
     let run = f.store.enqueue_run(&workflow_run("listener")).unwrap();
     // The vector waits on wait id "8"; the TypeScript server registers it in run_event_waits.
@@ -128,6 +146,12 @@ fn an_event_wait_written_by_typescript_takes_its_signal() {
 
 #[test]
 fn a_budget_pause_written_by_typescript_resumes() {
+    if execution_common::backend::skip_on_postgres(
+        "a_budget_pause_written_by_typescript_resumes",
+        "it arranges TypeScript-written rows through a raw SQLite connection",
+    ) {
+        return;
+    }
     for name in ["budget pause with note", "budget pause without note"] {
         let mut f = fixture();
         let run = f.store.enqueue_run(&workflow_run("paused")).unwrap();
@@ -139,6 +163,12 @@ fn a_budget_pause_written_by_typescript_resumes() {
 
 #[test]
 fn the_stores_own_waits_are_the_typescript_bytes() {
+    if execution_common::backend::skip_on_postgres(
+        "the_stores_own_waits_are_the_typescript_bytes",
+        "it arranges TypeScript-written rows through a raw SQLite connection",
+    ) {
+        return;
+    }
     let f = fixture();
     let run: NewRun = workflow_run("parent");
     let run = f.store.enqueue_run(&run).unwrap();

@@ -2,6 +2,7 @@
 //! arrives with its bytes, counts and checksums verified; a non-empty target is refused; a value
 //! the target cannot hold stops the copy with nothing written.
 
+mod backend;
 mod cli_common;
 mod postgres_common;
 

@@ -2,6 +2,7 @@
 //! refusals leave the database untouched, and nodes preparing one database at once install it
 //! exactly once.
 
+mod backend;
 mod postgres_common;
 
 use postgres_common::{contents, TempDb};

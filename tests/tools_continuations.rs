@@ -73,13 +73,13 @@ fn a_retried_call_returns_the_first_successor() {
         first.edge.manifest_cbor.decode().unwrap(),
         manifest("Carry on with the report.")
     );
-    let sessions_before = sessions::count_all(&store.conn().unwrap()).unwrap();
+    let sessions_before = sessions::count_all(&store.reading().unwrap()).unwrap();
     clock.advance(5);
     let retry = continue_with_new_session(&mut store, &agent, &request(&origin, "call-1")).unwrap();
     assert!(!retry.created);
     assert_eq!(retry.edge, first.edge);
     assert_eq!(
-        sessions::count_all(&store.conn().unwrap()).unwrap(),
+        sessions::count_all(&store.reading().unwrap()).unwrap(),
         sessions_before,
         "no second successor"
     );
@@ -93,7 +93,7 @@ fn a_retried_call_returns_the_first_successor() {
         first.edge.successor_session_id
     );
     assert_eq!(
-        session_continuations::count_all(&store.conn().unwrap()).unwrap(),
+        session_continuations::count_all(&store.reading().unwrap()).unwrap(),
         1
     );
     assert_eq!(
@@ -132,12 +132,12 @@ fn two_threads_racing_create_one_successor() {
         );
         assert_eq!(results[0].edge, results[1].edge, "round {round}");
         assert_eq!(
-            session_continuations::count_all(&store.conn().unwrap()).unwrap(),
+            session_continuations::count_all(&store.reading().unwrap()).unwrap(),
             1
         );
         // The origin and exactly one successor: the loser never created its session.
         assert_eq!(
-            sessions::count_all(&store.conn().unwrap()).unwrap(),
+            sessions::count_all(&store.reading().unwrap()).unwrap(),
             2,
             "round {round}"
         );
@@ -205,7 +205,7 @@ fn a_failing_successor_leaves_nothing() {
     let (_d, mut store, _c) = open();
     let agent = agent(&mut store, A, &[]);
     let origin = session(&mut store, &agent);
-    let before = sessions::count_all(&store.conn().unwrap()).unwrap();
+    let before = sessions::count_all(&store.reading().unwrap()).unwrap();
     let err = store
         .continue_session_with(A, &request(&origin, "c1"), |conn, now| {
             let new = NewSession {
@@ -226,9 +226,12 @@ fn a_failing_successor_leaves_nothing() {
             ..
         }
     ));
-    assert_eq!(sessions::count_all(&store.conn().unwrap()).unwrap(), before);
     assert_eq!(
-        session_continuations::count_all(&store.conn().unwrap()).unwrap(),
+        sessions::count_all(&store.reading().unwrap()).unwrap(),
+        before
+    );
+    assert_eq!(
+        session_continuations::count_all(&store.reading().unwrap()).unwrap(),
         0
     );
 }

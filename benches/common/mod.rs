@@ -45,6 +45,12 @@ pub fn setup(
         _ => Durability::Normal,
     };
     store.set_durability(durability).unwrap();
+    let ids = seed_sessions(&store, sessions);
+    (store, ids)
+}
+
+/// One agent and `sessions` top-level sessions in `store` (on either backend); their ids.
+pub fn seed_sessions(store: &Store, sessions: usize) -> Vec<String> {
     let agent = store
         .create_agent(
             ACCOUNT,
@@ -61,10 +67,9 @@ pub fn setup(
         agent_id: agent,
         ..NewSession::default()
     };
-    let ids = (0..sessions)
+    (0..sessions)
         .map(|_| store.create_session(ACCOUNT, &new).unwrap().id)
-        .collect();
-    (store, ids)
+        .collect()
 }
 
 /// The plain side: a store's file with its agent and sessions, then a plain rusqlite connection

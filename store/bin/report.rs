@@ -47,6 +47,10 @@ pub(crate) fn error_json(e: &Error) -> Value {
 /// Refuses a path with no file: only `open` creates a database, so a mistyped `--db-path` given
 /// to a maintenance command is an error naming it, not a new empty database.
 pub(crate) fn must_exist(path: &Path) -> Result<(), Failure> {
+    if seed_agents_store::is_postgres_url(&path.to_string_lossy()) {
+        // A server's database: the gate says whether it holds a store.
+        return Ok(());
+    }
     match std::fs::metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Error::Io {
             path: path.to_owned(),

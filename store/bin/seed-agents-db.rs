@@ -10,9 +10,9 @@
 //! ends the program quietly instead of panicking.
 
 mod audit;
-mod copy;
 mod keys;
 mod maintenance;
+mod postgres;
 mod report;
 
 use clap::{Parser, Subcommand};
@@ -54,6 +54,16 @@ struct Cli {
     /// The database file [default: $SEED_AGENTS_DB_PATH, else data/agents.sqlite].
     #[arg(long, global = true, value_name = "PATH")]
     db_path: Option<PathBuf>,
+    /// A PostgreSQL database instead of a SQLite file (`postgres://user:password@host/db`);
+    /// `open`, `prune`, `retention`, `audit`, `rotate-key` and `move-key` run on it.
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        env = "SEED_AGENTS_DB_URL",
+        conflicts_with = "db_path"
+    )]
+    db_url: Option<String>,
     /// Print the result as one JSON document (errors too, on stderr).
     #[arg(long, global = true)]
     json: bool,
@@ -161,11 +171,17 @@ enum AuditCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let path = resolve_path(cli.db_path.as_deref());
+    let path = match &cli.db_url {
+        Some(url) => PathBuf::from(url),
+        None => resolve_path(cli.db_path.as_deref()),
+    };
     let format = if cli.json { Format::Json } else { Format::Text };
     let out = &mut io::stdout().lock();
     let result = match cli.command {
         Command::Open => report::open(out, &path, format, io::stderr().is_terminal()),
+        Command::Status | Command::Check if cli.db_url.is_some() => {
+            postgres::status(out, &path.to_string_lossy(), format)
+        }
         Command::Status => report::status(out, &path, format),
         Command::Check => report::check(out, &path, format),
         Command::Docs { out: dir } => report::docs(out, &dir),
@@ -208,7 +224,7 @@ fn main() -> ExitCode {
         Command::Retention(Retention::Clear { kind }) => {
             maintenance::clear(out, &path, format, kind)
         }
-        Command::Copy { from, to } => copy::copy(out, &from, &to, format),
+        Command::Copy { from, to } => postgres::copy(out, &from, &to, format),
     };
     match result {
         Ok(code) => code,

@@ -108,7 +108,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`], or a stored role outside OWNER/AGENT.
     pub fn signers(&self, account_id: &str) -> Result<Vec<account_authorizations::Row>> {
-        account_authorizations::list_by_account_id(&self.conn()?, account_id)
+        account_authorizations::list_by_account_id(&self.reading()?, account_id)
     }
 
     /// Whether `signer_id` may act for `account_id`: the account's own key always may, any other
@@ -123,6 +123,6 @@ impl Store {
         if account_id == signer_id {
             return Ok(true);
         }
-        Ok(account_authorizations::get(&self.conn()?, account_id, signer_id)?.is_some())
+        Ok(account_authorizations::get(&self.reading()?, account_id, signer_id)?.is_some())
     }
 }

@@ -145,7 +145,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`], or a stored value that does not decode.
     pub fn agent(&self, account_id: &str, id: &str) -> Result<Option<Row>> {
-        let found = agents::get(&self.conn()?, account_id, id);
+        let found = agents::get(&self.reading()?, account_id, id);
         self.audit_absent(account_id, "agent", id, found)
     }
 
@@ -174,7 +174,7 @@ impl Store {
                 account_id,
                 limit
             )
-            .fetch_all(&self.conn()?)?,
+            .fetch_all(&self.reading()?)?,
             Some(c) => query_as!(
                 Row,
                 "SELECT id, account_id, definition_cbor, state_dir, status, public_read, \
@@ -187,7 +187,7 @@ impl Store {
                 c.updated_at,
                 c.id.as_str()
             )
-            .fetch_all(&self.conn()?)?,
+            .fetch_all(&self.reading()?)?,
         };
         Ok(page_of(items, size, |r| (r.updated_at, r.id.clone())))
     }
@@ -386,7 +386,7 @@ impl Store {
         owner_account: &str,
         agent_id: &str,
     ) -> Result<Vec<agent_collaborators::Row>> {
-        agents::get(&self.conn()?, owner_account, agent_id)?
+        agents::get(&self.reading()?, owner_account, agent_id)?
             .ok_or_else(|| agent_not_found(agent_id))?;
         query_as!(
             agent_collaborators::Row,
@@ -394,7 +394,7 @@ impl Store {
              FROM agent_collaborators WHERE agent_id = ?1 ORDER BY created_at ASC, account_id ASC",
             agent_id
         )
-        .fetch_all(&self.conn()?)
+        .fetch_all(&self.reading()?)
     }
 
     /// The agents `account_id` collaborates on or is invited to (accepted before pending, then
@@ -403,7 +403,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn collaborations(&self, account_id: &str) -> Result<Vec<agent_collaborators::Row>> {
-        agent_collaborators::list_by_account_id(&self.conn()?, account_id)
+        agent_collaborators::list_by_account_id(&self.reading()?, account_id)
     }
 
     /// What `account_id` may do with the agent `agent_id`: owner, accepted writer or reader,
@@ -421,7 +421,7 @@ impl Store {
         if agent.account_id == account_id {
             return Ok(Access::Owner);
         }
-        let invitation = agent_collaborators::get(&self.conn()?, account_id, agent_id)?;
+        let invitation = agent_collaborators::get(&self.reading()?, account_id, agent_id)?;
         match &invitation {
             Some(c) if c.status == InviteStatus::Accepted => Ok(match c.role {
                 Role::Writer => Access::Writer,

@@ -287,7 +287,7 @@ impl Store {
             after_seq,
             limit.map_or(-1, i64::from)
         )
-        .fetch_all(&self.conn()?)
+        .fetch_all(&self.reading()?)
     }
 }
 

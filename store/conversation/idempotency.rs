@@ -206,7 +206,7 @@ impl Store {
     {
         let id = client_id(action, client_id_raw)?;
         let request = cbor::to_vec(request)?;
-        let stored = action_idempotency::get(&self.conn()?, account_id, action.as_str(), id)?;
+        let stored = action_idempotency::get(&self.reading()?, account_id, action.as_str(), id)?;
         let replayed = stored.map(|row| replay(&row, &request, action)).transpose();
         self.audit_conflict(account_id, replayed)
     }

@@ -128,7 +128,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn provider(&self, account_id: &str, id: &str) -> Result<Option<Row>> {
-        model_providers::get(&self.conn()?, account_id, id)
+        model_providers::get(&self.reading()?, account_id, id)
     }
 
     /// The provider named `name` (trimmed) of `account_id`.
@@ -136,7 +136,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn provider_by_name(&self, account_id: &str, name: &str) -> Result<Option<Row>> {
-        model_providers::get_by_name(&self.conn()?, account_id, name.trim())
+        model_providers::get_by_name(&self.reading()?, account_id, name.trim())
     }
 
     /// The providers of `account_id`, by name.
@@ -144,7 +144,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn providers(&self, account_id: &str) -> Result<Vec<Row>> {
-        model_providers::list_by_account_id(&self.conn()?, account_id)
+        model_providers::list_by_account_id(&self.reading()?, account_id)
     }
 
     /// Deletes a provider; returns whether there was one. Secrets its `secretRefs` name are

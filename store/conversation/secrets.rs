@@ -293,7 +293,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn secret(&self, account_id: &str, name: &str) -> Result<Option<SecretInfo>> {
-        Ok(secrets::get_by_name(&self.conn()?, account_id, name.trim())?.map(SecretInfo::from))
+        Ok(secrets::get_by_name(&self.reading()?, account_id, name.trim())?.map(SecretInfo::from))
     }
 
     /// The metadata of every secret of `account_id`, by name, without values.
@@ -301,7 +301,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn secrets(&self, account_id: &str) -> Result<Vec<SecretInfo>> {
-        Ok(secrets::list_by_account_id(&self.conn()?, account_id)?
+        Ok(secrets::list_by_account_id(&self.reading()?, account_id)?
             .into_iter()
             .map(SecretInfo::from)
             .collect())

@@ -228,7 +228,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`], or a stored value that does not decode.
     pub fn session(&self, account_id: &str, id: &str) -> Result<Option<Row>> {
-        let found = sessions::get(&self.conn()?, account_id, id);
+        let found = sessions::get(&self.reading()?, account_id, id);
         self.audit_absent(account_id, "session", id, found)
     }
 
@@ -259,7 +259,7 @@ impl Store {
                 children,
                 limit
             )
-            .fetch_all(&self.conn()?)?,
+            .fetch_all(&self.reading()?)?,
             Some(c) => query_as!(
                 Row,
                 "SELECT id, account_id, agent_id, title, title_source, status, parent_session_id, \
@@ -275,7 +275,7 @@ impl Store {
                 c.updated_at,
                 c.id.as_str()
             )
-            .fetch_all(&self.conn()?)?,
+            .fetch_all(&self.reading()?)?,
         };
         Ok(page_of(items, size, |r| (r.updated_at, r.id.clone())))
     }
@@ -285,7 +285,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn child_sessions(&self, account_id: &str, session_id: &str) -> Result<Vec<Row>> {
-        sessions::list_by_parent_session_id(&self.conn()?, account_id, session_id)
+        sessions::list_by_parent_session_id(&self.reading()?, account_id, session_id)
     }
 
     /// Writes a title by `source`, when the rules allow (see the module doc); returns whether it

@@ -151,6 +151,7 @@ impl Error {
             | Error::SecretKeyMalformed { .. }
             | Error::KeyMalformed { .. }
             | Error::CopyValue { .. }
+            | Error::Unsupported { .. }
             | Error::Cbor(_) => ErrorKind::Invalid,
             Error::Conflict { .. }
             | Error::LeaseLost { .. }

@@ -321,6 +321,14 @@ pub enum Error {
     /// A payload could not be encoded or decoded as DAG-CBOR.
     #[error(transparent)]
     Cbor(#[from] crate::cbor::CborError),
+    /// What was asked for exists only on another backend than the one holding the store.
+    #[error("{what} is not available on {backend}")]
+    Unsupported {
+        /// What was asked for.
+        what: &'static str,
+        /// The backend holding the store.
+        backend: &'static str,
+    },
     // The PostgreSQL backend.
     /// The PostgreSQL server failed or refused a statement, or could not be reached.
     #[cfg(feature = "postgres")]

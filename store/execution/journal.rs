@@ -173,7 +173,7 @@ impl Store {
             run_id,
             after_seq
         )
-        .fetch_all(&self.conn()?)?
+        .fetch_all(&self.reading()?)?
         .into_iter()
         .map(|row| {
             Ok(JournalRecord {

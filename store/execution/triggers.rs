@@ -229,7 +229,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
     pub fn trigger(&self, account_id: &str, id: &str) -> Result<Option<agent_triggers::Row>> {
-        let found = agent_triggers::get(&self.conn()?, account_id, id);
+        let found = agent_triggers::get(&self.reading()?, account_id, id);
         self.audit_absent(account_id, "trigger", id, found)
     }
 
@@ -238,7 +238,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
     pub fn triggers(&self, account_id: &str, agent_id: &str) -> Result<Vec<agent_triggers::Row>> {
-        agent_triggers::list_by_agent_id(&self.conn()?, account_id, agent_id)
+        agent_triggers::list_by_agent_id(&self.reading()?, account_id, agent_id)
     }
 
     /// Deletes a trigger in one transaction: its runs are detached (`trigger_firing_id`
@@ -256,7 +256,7 @@ impl Store {
             // Retired predecessors first (deepest first), so no merged_into dangles at any point.
             let doomed = query!(
                 "WITH RECURSIVE retired(id, depth) AS (
-                       SELECT ?2, 0
+                       SELECT ?2 COLLATE BINARY, 0
                        UNION
                        SELECT t.id, retired.depth + 1 FROM agent_triggers AS t JOIN retired ON t.merged_into = retired.id
                        WHERE t.account_id = ?1

@@ -333,7 +333,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
     pub fn run_waits(&self, account_id: &str, run_id: &str) -> Result<Vec<run_event_waits::Row>> {
-        run_event_waits::list_by_run_id(&self.conn()?, account_id, run_id)
+        run_event_waits::list_by_run_id(&self.reading()?, account_id, run_id)
     }
 
     /// Delivers `signal` (with `payload`) to the oldest matching wait of a run parked on an

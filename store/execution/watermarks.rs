@@ -24,7 +24,7 @@ impl Store {
         account_id: &str,
         server_url: &str,
     ) -> Result<Option<activity_watermarks::Row>> {
-        activity_watermarks::get(&self.conn()?, account_id, server_url)
+        activity_watermarks::get(&self.reading()?, account_id, server_url)
     }
 
     /// Every watermark of the account, by server URL.
@@ -32,7 +32,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
     pub fn watermarks(&self, account_id: &str) -> Result<Vec<activity_watermarks::Row>> {
-        activity_watermarks::list_by_account_id(&self.conn()?, account_id)
+        activity_watermarks::list_by_account_id(&self.reading()?, account_id)
     }
 
     /// Sets the cursor of a feed (creating the row), leaving the poll and outcome columns.

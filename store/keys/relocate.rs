@@ -35,14 +35,16 @@ impl Store {
     /// Runs `f` with `PRAGMA secure_delete` on for the writer, so that what it deletes is
     /// zeroed in the file rather than left in free space; the setting is restored afterwards.
     pub(crate) fn with_secure_delete<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        let before: i64 = self
-            .writer()
+        // PostgreSQL keeps no deleted bytes in reusable pages the way SQLite's free list does;
+        // what a delete leaves, its VACUUM removes (see `Store::move_key_out`).
+        let Ok(writer) = self.sqlite_writer() else {
+            return f();
+        };
+        let before: i64 = writer
             .between_batches(|c| c.pragma_query_value(None, "secure_delete", |r| r.get(0)))?;
-        self.writer()
-            .between_batches(|c| c.pragma_update(None, "secure_delete", true))?;
+        writer.between_batches(|c| c.pragma_update(None, "secure_delete", true))?;
         let outcome = f();
-        self.writer()
-            .between_batches(|c| c.pragma_update(None, "secure_delete", before))?;
+        writer.between_batches(|c| c.pragma_update(None, "secure_delete", before))?;
         outcome
     }
 
@@ -147,17 +149,31 @@ impl Store {
                 .record(tx, now)
             })
         })?;
-        let log_truncated = self.writer().between_batches(|c| -> Result<bool> {
-            c.execute_batch("VACUUM")?;
-            let busy: i64 = c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
-            Ok(busy == 0)
-        })?;
+        let log_truncated = self.erase_deleted()?;
         Ok(MoveReport {
             key_id: id,
             fingerprint,
             target: target.describe(),
             stored_by_target,
             log_truncated,
+        })
+    }
+}
+
+impl Store {
+    /// Rewrites the database without the bytes of deleted rows: on SQLite `VACUUM` and a
+    /// truncating checkpoint (whether the log was emptied is the answer); on PostgreSQL a
+    /// `VACUUM` of `server_config`, whose write-ahead log the server recycles itself (`false`).
+    fn erase_deleted(&self) -> Result<bool> {
+        #[cfg(feature = "postgres")]
+        if let Some(pool) = self.postgres() {
+            pool.get()?.session().batch("VACUUM server_config")?;
+            return Ok(false);
+        }
+        self.sqlite_writer()?.between_batches(|c| -> Result<bool> {
+            c.execute_batch("VACUUM")?;
+            let busy: i64 = c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+            Ok(busy == 0)
         })
     }
 }

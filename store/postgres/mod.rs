@@ -21,9 +21,12 @@
 mod copy;
 mod gate;
 mod migrate;
+mod session;
 
 pub use copy::{copy, CopyReport, TableCopy};
 pub use gate::State;
+pub use session::Lease;
+pub(crate) use session::{Pool, Session};
 
 use crate::error::{Error, Result};
 use postgres::{Client, Config, NoTls};
@@ -45,12 +48,6 @@ impl std::fmt::Debug for Database {
             .field("name", &self.name)
             .finish()
     }
-}
-
-/// Whether `location` names a PostgreSQL database (a `postgres://` or `postgresql://` URL)
-/// rather than a SQLite file.
-pub fn is_url(location: &str) -> bool {
-    location.starts_with("postgres://") || location.starts_with("postgresql://")
 }
 
 /// `url` without its password, for messages: `postgres://user@host:port/dbname`.

@@ -189,7 +189,7 @@ impl Store {
         tool_call_id: &str,
     ) -> Result<Option<Row>> {
         session_continuations::get_by_predecessor_session_id_and_tool_call_id(
-            &self.conn()?,
+            &self.reading()?,
             account_id,
             predecessor_session_id,
             tool_call_id,
@@ -206,7 +206,7 @@ impl Store {
         successor_session_id: &str,
     ) -> Result<Option<Row>> {
         session_continuations::get_by_successor_session_id(
-            &self.conn()?,
+            &self.reading()?,
             account_id,
             successor_session_id,
         )
@@ -223,8 +223,11 @@ impl Store {
         let origin = self
             .continuation_of(account_id, session_id)?
             .map_or_else(|| session_id.to_owned(), |edge| edge.origin_session_id);
-        let edges =
-            session_continuations::list_by_origin_session_id(&self.conn()?, account_id, &origin)?;
+        let edges = session_continuations::list_by_origin_session_id(
+            &self.reading()?,
+            account_id,
+            &origin,
+        )?;
         let mut next: HashMap<&str, Vec<&Row>> = HashMap::new();
         for edge in &edges {
             next.entry(edge.predecessor_session_id.as_str())

@@ -236,7 +236,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`], or a stored status outside the enum.
     pub fn draft(&self, account_id: &str, id: &str) -> Result<Option<Row>> {
-        agent_drafts::get(&self.conn()?, account_id, id)
+        agent_drafts::get(&self.reading()?, account_id, id)
     }
 
     /// The drafts of `account_id`, most recently updated first.
@@ -244,7 +244,7 @@ impl Store {
     /// # Errors
     /// As [`Store::draft`].
     pub fn drafts(&self, account_id: &str) -> Result<Vec<Row>> {
-        agent_drafts::list_by_account_id(&self.conn()?, account_id)
+        agent_drafts::list_by_account_id(&self.reading()?, account_id)
     }
 
     /// The drafts of the agent `agent_id`, most recently updated first.
@@ -252,7 +252,7 @@ impl Store {
     /// # Errors
     /// As [`Store::draft`].
     pub fn agent_drafts(&self, account_id: &str, agent_id: &str) -> Result<Vec<Row>> {
-        agent_drafts::list_by_agent_id(&self.conn()?, account_id, agent_id)
+        agent_drafts::list_by_agent_id(&self.reading()?, account_id, agent_id)
     }
 
     /// The drafts of `account_id` with `status`, by id.
@@ -260,7 +260,7 @@ impl Store {
     /// # Errors
     /// As [`Store::draft`].
     pub fn drafts_by_status(&self, account_id: &str, status: Status) -> Result<Vec<Row>> {
-        agent_drafts::list_by_status(&self.conn()?, account_id, status)
+        agent_drafts::list_by_status(&self.reading()?, account_id, status)
     }
 
     /// Deletes the draft `id`; returns whether there was one.

@@ -16,6 +16,9 @@ use seed_agents_store::schema::runs::{Kind, Origin};
 use seed_agents_store::schema::sessions;
 use seed_agents_store::Store;
 
+#[path = "../backend/mod.rs"]
+pub mod backend;
+
 /// The account under test.
 pub const A: &str = "acct-a";
 /// Another account, which must never see A's rows.
@@ -36,7 +39,7 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn path(&self) -> std::path::PathBuf {
-        self.dir.path().join("agents.sqlite")
+        backend::location(self.dir.path(), "agents.sqlite")
     }
 
     /// Another connection to the same file, sharing the clock.
@@ -51,7 +54,7 @@ impl Fixture {
     }
 
     pub fn session_status(&self, id: &str) -> sessions::Status {
-        sessions::get(&self.store.conn().unwrap(), A, id)
+        sessions::get(&self.store.reading().unwrap(), A, id)
             .unwrap()
             .unwrap()
             .status
@@ -62,8 +65,11 @@ impl Fixture {
 pub fn fixture() -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let clock = ManualClock::new(T0);
-    let store = Store::open_with_clock(dir.path().join("agents.sqlite"), Arc::new(clock.clone()))
-        .expect("open");
+    let store = Store::open_with_clock(
+        backend::location(dir.path(), "agents.sqlite"),
+        Arc::new(clock.clone()),
+    )
+    .expect("open");
     agent_in(&store, A, AGENT);
     agent_in(&store, B, AGENT_B);
     Fixture { store, clock, dir }
@@ -72,6 +78,10 @@ pub fn fixture() -> Fixture {
 /// A plain writable connection to the store's file, for rows the tests write by hand (the
 /// store's own connection is read-only), with foreign keys checked as the store checks them.
 pub fn raw(store: &Store) -> rusqlite::Connection {
+    assert!(
+        !backend::postgres(),
+        "a raw SQLite connection on PostgreSQL: skip this test there"
+    );
     let conn = rusqlite::Connection::open(store.path()).expect("raw connection");
     conn.pragma_update(None, "foreign_keys", true).unwrap();
     conn
@@ -79,30 +89,28 @@ pub fn raw(store: &Store) -> rusqlite::Connection {
 
 /// An idle agent `id` of `account` (created when missing) with the default definition.
 pub fn agent_in(store: &Store, account: &str, id: &str) {
-    let conn = raw(store);
-    conn.execute(
+    backend::exec(
+        store.path(),
         "INSERT OR IGNORE INTO accounts (id, created_at, updated_at) VALUES (?1, ?2, ?2)",
-        (account, T0),
-    )
-    .unwrap();
+        &[&account, &T0],
+    );
     let definition = Cbor::encode(&AgentDefinition::default()).unwrap();
-    conn.execute(
+    backend::exec(
+        store.path(),
         "INSERT INTO agents (id, account_id, definition_cbor, state_dir, status, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, 'idle', ?5, ?5)",
-        (id, account, definition.as_bytes(), format!("/tmp/{id}"), T0),
-    )
-    .unwrap();
+        &[&id, &account, &definition.as_bytes(), &format!("/tmp/{id}"), &T0],
+    );
 }
 
 /// An idle session `id` of `agent` in `account`.
 pub fn session_in(store: &Store, account: &str, agent: &str, id: &str) {
-    raw(store)
-        .execute(
-            "INSERT INTO sessions (id, account_id, agent_id, title_source, status, created_at, updated_at)
-             VALUES (?1, ?2, ?3, 'system', 'idle', ?4, ?4)",
-            (id, account, agent, T0),
-        )
-        .unwrap();
+    backend::exec(
+        store.path(),
+        "INSERT INTO sessions (id, account_id, agent_id, title_source, status, created_at, updated_at)
+         VALUES (?1, ?2, ?3, 'system', 'idle', ?4, ?4)",
+        &[&id, &account, &agent, &T0],
+    );
 }
 
 /// An agent run of A in `session`.

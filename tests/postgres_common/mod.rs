@@ -5,6 +5,7 @@
 //! e.g. `postgres://postgres@127.0.0.1:5432/postgres`); `.ci/run` starts one and sets it. Without
 //! it the PostgreSQL tests say that they were skipped and how to run them, and pass, so the
 //! SQLite half runs anywhere; with `SEED_AGENTS_REQUIRE_POSTGRES=1` (CI) a missing server fails.
+//! A test file using it also declares `mod backend;`.
 #![allow(dead_code)]
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -64,7 +65,7 @@ impl TempDb {
         client
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .unwrap();
-        let url = with_database(&admin, &name);
+        let url = crate::backend::with_database(&admin, &name);
         Some(TempDb { admin, name, url })
     }
 
@@ -83,20 +84,6 @@ impl Drop for TempDb {
             ));
         }
     }
-}
-
-/// `url` with its database replaced by `name`.
-fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) => (b, format!("?{q}")),
-        None => (url, String::new()),
-    };
-    let scheme_end = base.find("://").map_or(0, |i| i + 3);
-    let host_part = match base[scheme_end..].find('/') {
-        Some(i) => &base[..scheme_end + i],
-        None => base,
-    };
-    format!("{host_part}/{name}{query}")
 }
 
 /// Every row of every table in the public schema, and the structure, as text: what a test

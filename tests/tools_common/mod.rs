@@ -1,6 +1,9 @@
 //! Fixtures shared by the tools_* tests (tool documents, MCP servers, drafts, continuations).
 #![allow(dead_code)]
 
+#[path = "../backend/mod.rs"]
+pub mod backend;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -35,14 +38,21 @@ pub fn map<const N: usize>(entries: [(&str, Ipld); N]) -> Ipld {
 pub fn open() -> (tempfile::TempDir, Store, ManualClock) {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(T);
-    let store =
-        Store::open_with_clock(dir.path().join("db.sqlite"), Arc::new(clock.clone())).unwrap();
+    let store = Store::open_with_clock(
+        backend::location(dir.path(), "db.sqlite"),
+        Arc::new(clock.clone()),
+    )
+    .unwrap();
     (dir, store, clock)
 }
 
 /// Opens a second connection (its own `Store`) on the same file.
 pub fn reopen(dir: &tempfile::TempDir, clock: &ManualClock) -> Store {
-    Store::open_with_clock(dir.path().join("db.sqlite"), Arc::new(clock.clone())).unwrap()
+    Store::open_with_clock(
+        backend::location(dir.path(), "db.sqlite"),
+        Arc::new(clock.clone()),
+    )
+    .unwrap()
 }
 
 /// Creates an agent of `account` whose definition lists `servers`.

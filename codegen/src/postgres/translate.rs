@@ -16,7 +16,9 @@
 //! - `INSERT OR IGNORE` is `INSERT .. ON CONFLICT DO NOTHING`;
 //! - `ORDER BY` keeps SQLite's NULL order (first when ascending, last when descending);
 //! - `LIMIT ?` keeps SQLite's "a negative limit is no limit" (`LIMIT NULLIF($n, -1)`);
-//! - a subquery in `FROM` without an alias gets one (PostgreSQL requires it).
+//! - a subquery in `FROM` without an alias gets one (PostgreSQL requires it);
+//! - `COLLATE BINARY` is `COLLATE "C"` (byte order; a text parameter has the database's
+//!   collation otherwise, which a recursive query over text columns refuses to mix).
 
 use sqlparser::ast::{
     BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
@@ -171,6 +173,14 @@ impl VisitorMut for Rewrite {
                 ..
             } => cast(inner, data_type),
             Expr::Function(f) => function(f),
+            // SQLite's byte order is PostgreSQL's "C" collation.
+            Expr::Collate { collation, .. }
+                if collation.to_string().eq_ignore_ascii_case("binary") =>
+            {
+                *collation = ObjectName(vec![ObjectNamePart::Identifier(Ident::with_quote(
+                    '"', "C",
+                ))]);
+            }
             Expr::Case {
                 operand,
                 conditions,
@@ -264,6 +274,13 @@ impl VisitorMut for Rewrite {
                         action: OnConflictAction::DoNothing,
                     }));
                 }
+                let target = match &insert.table {
+                    sqlparser::ast::TableObject::TableName(name) => insert
+                        .table_alias
+                        .clone()
+                        .or_else(|| name.0.last().and_then(|p| p.as_ident().cloned())),
+                    _ => None,
+                };
                 if let Some(OnInsert::OnConflict(OnConflict {
                     action: OnConflictAction::DoUpdate(update),
                     ..
@@ -271,9 +288,11 @@ impl VisitorMut for Rewrite {
                 {
                     for a in &mut update.assignments {
                         integer(&mut a.value);
+                        qualify(&mut a.value, target.as_ref());
                     }
                     if let Some(selection) = &mut update.selection {
                         condition(selection);
+                        qualify(selection, target.as_ref());
                     }
                 }
             }
@@ -298,6 +317,20 @@ impl VisitorMut for Rewrite {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// Qualifies bare column names with the upsert's target table: in `DO UPDATE`, SQLite reads
+/// them as the existing row's, and PostgreSQL calls them ambiguous (`excluded` has them too).
+fn qualify(e: &mut Expr, target: Option<&Ident>) {
+    let Some(target) = target else {
+        return;
+    };
+    let _ = sqlparser::ast::visit_expressions_mut(e, |e| {
+        if let Expr::Identifier(column) = e {
+            *e = Expr::CompoundIdentifier(vec![target.clone(), column.clone()]);
+        }
+        ControlFlow::<()>::Continue(())
+    });
 }
 
 /// The conditions and values of a query body.
@@ -519,6 +552,10 @@ mod tests {
 
     #[test]
     fn sqlite_only_spellings_become_postgresql_ones() {
+        assert_eq!(
+            pg("INSERT INTO t (id, n) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET n = max(n, excluded.n)", 2),
+            "INSERT INTO t (id, n) VALUES ($1, $2) ON CONFLICT(id) DO UPDATE SET n = GREATEST(t.n, excluded.n)"
+        );
         assert_eq!(
             pg("INSERT OR IGNORE INTO t (a) VALUES (?1)", 1),
             "INSERT INTO t (a) VALUES ($1) ON CONFLICT DO NOTHING"

@@ -15,7 +15,7 @@ impl Store {
     /// # Errors
     /// [`crate::Error::Sqlite`] or a decode error.
     pub fn run(&self, account_id: &str, id: &str) -> Result<Option<runs::Row>> {
-        let found = runs::get(&self.conn()?, account_id, id);
+        let found = runs::get(&self.reading()?, account_id, id);
         self.audit_absent(account_id, "run", id, found)
     }
 
@@ -24,7 +24,7 @@ impl Store {
     /// # Errors
     /// [`crate::Error::Sqlite`] or a decode error.
     pub fn run_tree(&self, account_id: &str, root_run_id: &str) -> Result<Vec<runs::Row>> {
-        run_tree_query!(account_id, root_run_id).fetch_all(&self.conn()?)
+        run_tree_query!(account_id, root_run_id).fetch_all(&self.reading()?)
     }
 
     /// The runs of a session, newest first (through `runs_by_session`).
@@ -32,7 +32,7 @@ impl Store {
     /// # Errors
     /// [`crate::Error::Sqlite`] or a decode error.
     pub fn session_runs(&self, account_id: &str, session_id: &str) -> Result<Vec<runs::Row>> {
-        session_runs_query!(account_id, session_id).fetch_all(&self.conn()?)
+        session_runs_query!(account_id, session_id).fetch_all(&self.reading()?)
     }
 
     /// The child a parent's delegate call spawned (through `runs_by_parent_tool_call`), the
@@ -47,6 +47,6 @@ impl Store {
         tool_call_id: &str,
     ) -> Result<Option<runs::Row>> {
         child_by_tool_call_query!(account_id, parent_run_id, tool_call_id)
-            .fetch_optional(&self.conn()?)
+            .fetch_optional(&self.reading()?)
     }
 }

@@ -353,7 +353,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`] or a decode error.
     pub fn firings(&self, account_id: &str, trigger_id: &str) -> Result<Vec<trigger_firings::Row>> {
-        firings_query!(account_id, trigger_id).fetch_all(&self.conn()?)
+        firings_query!(account_id, trigger_id).fetch_all(&self.reading()?)
     }
 
     /// The activity claims of a trigger.
@@ -366,7 +366,7 @@ impl Store {
         trigger_id: &str,
     ) -> Result<Vec<crate::schema::trigger_event_claims::Row>> {
         crate::schema::trigger_event_claims::list_by_trigger_id(
-            &self.conn()?,
+            &self.reading()?,
             account_id,
             trigger_id,
         )

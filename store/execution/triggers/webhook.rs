@@ -119,7 +119,7 @@ impl Store {
         trigger_id: &str,
         presented: &str,
     ) -> Result<bool> {
-        let Some(row) = webhook_trigger_credentials::get(&self.conn()?, account_id, trigger_id)?
+        let Some(row) = webhook_trigger_credentials::get(&self.reading()?, account_id, trigger_id)?
         else {
             return Ok(false);
         };

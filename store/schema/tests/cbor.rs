@@ -5,7 +5,7 @@ use super::*;
 #[test]
 fn cbor_columns_round_trip_canonical_dag_cbor() {
     let (_dir, store) = world();
-    let raw = store.writer().raw();
+    let raw = store.sqlite_writer().unwrap().raw();
     let conn = &*raw;
 
     // sessions.plan_cbor: RunPlan. Keys sorted length-first, then bytewise within a length:

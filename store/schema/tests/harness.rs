@@ -236,7 +236,7 @@ macro_rules! round_trips {
                 #[test]
                 fn $table() {
                     let (_dir, store) = world();
-                    check(&*store.writer().raw(), $case);
+                    check(&*store.sqlite_writer().unwrap().raw(), $case);
                 }
             )*
         }
@@ -258,5 +258,5 @@ fn the_round_trip_catches_a_get_that_ignores_the_account() {
         update: |r| { r.attempt = 2; },
     );
     case.get = |c, _| runs::get(c, A, "run-2");
-    check(&*store.writer().raw(), case);
+    check(&*store.sqlite_writer().unwrap().raw(), case);
 }

@@ -6,7 +6,7 @@ use super::*;
 #[test]
 fn list_helpers_return_rows_in_index_order_then_by_primary_key() {
     let (_dir, store) = world();
-    let raw = store.writer().raw();
+    let raw = store.sqlite_writer().unwrap().raw();
     let conn = &*raw;
 
     // agents_by_account (account_id, updated_at DESC): agent-1 has updated_at T + 12.
@@ -82,7 +82,7 @@ fn ids(conn: &Connection, sql: &str, params: &[rusqlite::types::Value]) -> Vec<S
 #[test]
 fn sea_query_columns_build_statements_sqlite_runs() {
     let (_dir, store) = world();
-    let raw = store.writer().raw();
+    let raw = store.sqlite_writer().unwrap().raw();
     let conn = &*raw;
     for (id, account, status) in [
         ("run-q2", A, runs::Status::Queued),
@@ -173,7 +173,7 @@ fn sea_query_columns_build_statements_sqlite_runs() {
 #[test]
 fn a_listing_built_at_run_time_selects_every_column_and_decodes_rows() {
     let (_dir, store) = world();
-    let raw = store.writer().raw();
+    let raw = store.sqlite_writer().unwrap().raw();
     let conn = &*raw;
     for (id, status) in [
         ("run-q3", runs::Status::Queued),

@@ -248,7 +248,7 @@ fn run(
 fn world() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("x.sqlite")).unwrap();
-    let raw = store.writer().raw();
+    let raw = store.sqlite_writer().unwrap().raw();
     let conn = &*raw;
     let on: bool = conn
         .query_row("PRAGMA foreign_keys", (), |row| row.get(0))

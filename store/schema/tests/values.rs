@@ -35,7 +35,7 @@ fn assert_all_null(conn: &Connection, table: &str, id: &str, expected: usize) {
 #[test]
 fn nullable_columns_are_options_that_round_trip_none() {
     let (_dir, store) = world();
-    let raw = store.writer().raw();
+    let raw = store.sqlite_writer().unwrap().raw();
     let conn = &*raw;
 
     let bare_run = runs::Row {
@@ -136,7 +136,7 @@ fn nullable_columns_are_options_that_round_trip_none() {
 #[test]
 fn an_unknown_enum_value_is_a_typed_error() {
     let (_dir, store) = world();
-    let raw = store.writer().raw();
+    let raw = store.sqlite_writer().unwrap().raw();
     let conn = &*raw;
     conn.execute("UPDATE runs SET status = 'exploded' WHERE id = 'run-1'", ())
         .unwrap();
@@ -217,7 +217,7 @@ fn an_unknown_enum_value_is_a_typed_error() {
 #[test]
 fn a_bool_column_outside_0_and_1_is_a_typed_error() {
     let (_dir, store) = world();
-    let raw = store.writer().raw();
+    let raw = store.sqlite_writer().unwrap().raw();
     let conn = &*raw;
     let stored: (i64, i64) = conn
         .query_row(

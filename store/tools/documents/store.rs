@@ -266,7 +266,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`], or a stored kind outside the enum.
     pub fn tool(&self, account_id: &str, agent_id: &str, name: &str) -> Result<Option<Row>> {
-        tool_documents::get(&self.conn()?, account_id, agent_id, name)
+        tool_documents::get(&self.reading()?, account_id, agent_id, name)
     }
 
     /// What exactly the agent can run: after materializing `registry`
@@ -284,7 +284,7 @@ impl Store {
     ) -> Result<Vec<Row>> {
         self.ensure_builtin_tools(account_id, agent_id, registry)?;
         self.sync_mcp_tools(account_id, Some(agent_id))?;
-        let mut rows = tool_documents::list_by_agent_id(&self.conn()?, account_id, agent_id)?;
+        let mut rows = tool_documents::list_by_agent_id(&self.reading()?, account_id, agent_id)?;
         rows.retain(|r| r.enabled);
         rows.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(rows)

@@ -171,7 +171,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn mcp_server(&self, account_id: &str, name: &str) -> Result<Option<Row>> {
-        mcp_servers::get_by_name(&self.conn()?, account_id, name)
+        mcp_servers::get_by_name(&self.reading()?, account_id, name)
     }
 
     /// The servers of `account_id`, by name.
@@ -179,7 +179,7 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`].
     pub fn mcp_servers(&self, account_id: &str) -> Result<Vec<Row>> {
-        let mut rows = mcp_servers::list_by_account_id(&self.conn()?, account_id)?;
+        let mut rows = mcp_servers::list_by_account_id(&self.reading()?, account_id)?;
         rows.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(rows)
     }

@@ -1,0 +1,144 @@
+//! The backend the domain tests run on: SQLite files by default, or PostgreSQL databases with
+//! `SEED_AGENTS_TEST_BACKEND=postgres` (and `SEED_AGENTS_TEST_POSTGRES` naming the server). One
+//! suite, two backends: a test opens its store at [`location`], which is a file in its
+//! temporary directory or a database made for that file on the server.
+//!
+//! The databases are named after the test process; a later run drops those of processes that
+//! have ended (the throwaway server of `scripts/with-postgres.sh` goes away whole anyway).
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+
+/// The variable choosing the backend.
+pub const BACKEND_ENV: &str = "SEED_AGENTS_TEST_BACKEND";
+
+/// Whether this run is on PostgreSQL.
+pub fn postgres() -> bool {
+    std::env::var(BACKEND_ENV).as_deref() == Ok("postgres")
+}
+
+/// Says that `test` does not run on this backend, and why, when the run is on PostgreSQL.
+pub fn skip_on_postgres(test: &str, why: &str) -> bool {
+    if postgres() {
+        eprintln!("SKIPPED {test} on PostgreSQL: {why}");
+    }
+    postgres()
+}
+
+static DATABASES: Mutex<Option<HashMap<PathBuf, String>>> = Mutex::new(None);
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// Where the store of `dir/file` lives: that path on SQLite, or the URL of a database made for
+/// it (once; the same path gives the same database again).
+pub fn location(dir: &Path, file: &str) -> PathBuf {
+    let path = dir.join(file);
+    if !postgres() {
+        return path;
+    }
+    let mut databases = DATABASES.lock().unwrap_or_else(|e| e.into_inner());
+    let map = databases.get_or_insert_with(|| {
+        drop_ended();
+        HashMap::new()
+    });
+    if let Some(url) = map.get(&path) {
+        return PathBuf::from(url);
+    }
+    let admin = admin_url();
+    let name = format!(
+        "sa_t_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut client = postgres::Client::connect(&admin, postgres::NoTls)
+        .unwrap_or_else(|e| panic!("SEED_AGENTS_TEST_POSTGRES={admin}: {e}"));
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .unwrap();
+    let url = with_database(&admin, &name);
+    map.insert(path, url.clone());
+    PathBuf::from(url)
+}
+
+fn admin_url() -> String {
+    std::env::var("SEED_AGENTS_TEST_POSTGRES").unwrap_or_else(|_| {
+        panic!("{BACKEND_ENV}=postgres needs SEED_AGENTS_TEST_POSTGRES naming a server (see the README)")
+    })
+}
+
+/// Drops the test databases of processes that are no longer running.
+fn drop_ended() {
+    let Ok(mut client) = postgres::Client::connect(&admin_url(), postgres::NoTls) else {
+        return;
+    };
+    let Ok(rows) = client.query(
+        "SELECT datname::text FROM pg_database WHERE datname LIKE 'sa\\_t\\_%'",
+        &[],
+    ) else {
+        return;
+    };
+    for row in rows {
+        let name: String = row.get(0);
+        let pid = name.split('_').nth(2).unwrap_or("");
+        if !Path::new("/proc").join(pid).exists() {
+            let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+        }
+    }
+}
+
+/// `url` with its database replaced by `name`.
+pub fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (url, String::new()),
+    };
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let host = match base[scheme_end..].find('/') {
+        Some(i) => &base[..scheme_end + i],
+        None => base,
+    };
+    format!("{host}/{name}{query}")
+}
+
+/// Runs one statement written for SQLite (`?N` parameters) on the store at `location`, on
+/// whichever backend it is: for rows a test arranges by hand. On PostgreSQL the statement is
+/// translated as the store's own are (`seed_agents_codegen::postgres::translate`), and each
+/// value is bound as the type the server gives its parameter.
+pub fn exec(location: &Path, sql: &str, params: &[&dyn rusqlite::ToSql]) {
+    use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+    let url = location.to_str().unwrap_or("");
+    if !url.starts_with("postgres") {
+        let conn = rusqlite::Connection::open(location).expect("raw connection");
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        conn.execute(sql, params).unwrap();
+        return;
+    }
+    let pg = seed_agents_codegen::postgres::translate(sql, params.len()).unwrap();
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let statement = client.prepare(&pg).unwrap();
+    let mut values: Vec<Box<dyn postgres::types::ToSql + Sync>> = Vec::new();
+    for (param, ty) in params.iter().zip(statement.params()) {
+        let out = param.to_sql().unwrap();
+        let value = match &out {
+            ToSqlOutput::Borrowed(v) => *v,
+            ToSqlOutput::Owned(v) => ValueRef::from(v),
+            _ => panic!("a value the tests do not bind"),
+        };
+        let owned = Value::try_from(value).expect("text the tests bind is UTF-8");
+        use postgres::types::Type;
+        values.push(match (owned, ty) {
+            (Value::Null, t) if *t == Type::INT8 => Box::new(None::<i64>),
+            (Value::Null, t) if *t == Type::BYTEA => Box::new(None::<Vec<u8>>),
+            (Value::Null, _) => Box::new(None::<String>),
+            (Value::Integer(i), t) if *t == Type::INT4 => Box::new(i as i32),
+            (Value::Integer(i), _) => Box::new(i),
+            (Value::Real(r), _) => Box::new(r),
+            (Value::Text(s), _) => Box::new(s),
+            (Value::Blob(b), _) => Box::new(b),
+        });
+    }
+    let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = values.iter().map(|v| &**v).collect();
+    client.execute(&statement, &refs).unwrap();
+}
