@@ -13,7 +13,8 @@ export SEED_AGENTS_TEST_BACKEND=postgres
 suites=(
   conversation_accounts conversation_agents conversation_deletion conversation_events
   conversation_idempotency
-  execution_fencing execution_journal execution_plans execution_races execution_runs
+  execution_fencing execution_journal execution_node_races execution_plans execution_races
+  execution_runs
   execution_triggers execution_ts_waits execution_waits
   tools_continuations tools_documents tools_drafts tools_mcp
 )

@@ -10,8 +10,6 @@
 mod execution_common;
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Barrier};
 
 use execution_common::*;
@@ -38,7 +36,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
-const DB: &str = "EXEC_RACE_DB";
 
 // ---------------------------------------------------------------------------------------------
 // The parts each racer plays, shared by threads and child processes.
@@ -240,7 +237,7 @@ fn check_signal_runs(f: &Fixture, runs: &[String], resolved: &HashMap<String, us
 // ---------------------------------------------------------------------------------------------
 // Threads.
 
-fn open_clone(path: &Path, f: &Fixture) -> Store {
+fn open_clone(path: &std::path::Path, f: &Fixture) -> Store {
     Store::open_with_clock(path, Arc::new(f.clock.clone())).unwrap()
 }
 
@@ -356,92 +353,12 @@ fn signal_race(shared: bool) {
 // ---------------------------------------------------------------------------------------------
 // Processes.
 
-/// Spawns `n` children playing `part` on the fixture's file; returns each child's RESULT lines.
-fn spawn_children(f: &Fixture, parts: &[&str]) -> Vec<(String, Vec<String>)> {
-    let exe = std::env::current_exe().unwrap();
-    // The start signal lives in the test's directory, whichever backend holds the store.
-    let signals = f.dir.path().join("agents.sqlite");
-    let go = go_file(&signals);
-    let _ = std::fs::remove_file(&go);
-    let children: Vec<_> = parts
-        .iter()
-        .enumerate()
-        .map(|(i, part)| {
-            let child = Command::new(&exe)
-                .args([
-                    "--exact",
-                    "race_child",
-                    "--nocapture",
-                    "--test-threads",
-                    "1",
-                ])
-                .env(ROLE, part)
-                .env(DB, f.path())
-                .env("EXEC_RACE_SIGNALS", &signals)
-                .env("EXEC_RACE_INDEX", i.to_string())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
-            (part.to_string(), child)
-        })
-        .collect();
-    // Start together once every child has opened its store (opening writes planner statistics
-    // and should not compete with the race itself).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while (0..parts.len()).any(|i| !ready_file(&signals, i).exists()) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "children did not get ready"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
-    std::fs::write(&go, b"go").unwrap();
-    children
-        .into_iter()
-        .map(|(part, child)| {
-            let out = child.wait_with_output().unwrap();
-            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-            assert!(
-                out.status.success(),
-                "child {part} failed:\n{stdout}\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            // libtest prints "test race_child ... " without a newline before the test's own output.
-            let results = stdout
-                .lines()
-                .filter_map(|l| {
-                    l.find("RESULT ")
-                        .map(|at| l[at + "RESULT ".len()..].to_owned())
-                })
-                .collect();
-            (part, results)
-        })
-        .collect()
-}
-
-fn ready_file(db: &Path, index: usize) -> std::path::PathBuf {
-    db.with_extension(format!("ready{index}"))
-}
-
-fn go_file(db: &Path) -> std::path::PathBuf {
-    db.with_extension("go")
-}
-
 /// The child side: does nothing unless started by `spawn_children`.
 #[test]
 fn race_child() {
-    let Ok(part) = std::env::var(ROLE) else {
+    let Some((part, store)) = processes::child_start(ROLE) else {
         return;
     };
-    let path = std::env::var(DB).unwrap();
-    let store = Store::open(&path).unwrap();
-    let index: usize = std::env::var("EXEC_RACE_INDEX").unwrap().parse().unwrap();
-    let signals = std::env::var("EXEC_RACE_SIGNALS").unwrap();
-    std::fs::write(ready_file(Path::new(&signals), index), b"ready").unwrap();
-    while !go_file(Path::new(&signals)).exists() {
-        std::thread::sleep(std::time::Duration::from_micros(200));
-    }
     let pid = std::process::id();
     match part.as_str() {
         "claimer" => {
@@ -484,7 +401,7 @@ fn processes_claim_each_run_exactly_once() {
     let _serial = serial();
     let mut f = fixture();
     queue_runs(&mut f);
-    let results = spawn_children(&f, &["claimer"; WORKERS]);
+    let results = processes::spawn(&f, "race_child", ROLE, &["claimer"; WORKERS]);
     let mut all = Vec::new();
     let mut violations = 0;
     for (_, lines) in results {
@@ -504,7 +421,7 @@ fn processes_admit_one_firing_per_key() {
     let _serial = serial();
     let mut f = fixture();
     let trigger = create_schedule_trigger(&mut f);
-    let results = spawn_children(&f, &["admitter"; WORKERS]);
+    let results = processes::spawn(&f, "race_child", ROLE, &["admitter"; WORKERS]);
     let admitted = results
         .iter()
         .flat_map(|(_, l)| l)
@@ -520,7 +437,7 @@ fn processes_resolve_a_signal_racing_a_timeout_and_a_cancel_at_most_once() {
     let _serial = serial();
     let mut f = fixture();
     let runs = park_signal_runs(&mut f);
-    let results = spawn_children(&f, &["signal", "timeout", "cancel"]);
+    let results = processes::spawn(&f, "race_child", ROLE, &["signal", "timeout", "cancel"]);
     let resolved: HashMap<String, usize> = results
         .into_iter()
         .map(|(part, lines)| {

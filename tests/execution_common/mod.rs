@@ -18,6 +18,7 @@ use seed_agents_store::Store;
 
 #[path = "../backend/mod.rs"]
 pub mod backend;
+pub mod processes;
 
 /// The account under test.
 pub const A: &str = "acct-a";
