@@ -57,16 +57,7 @@ impl<'a> Db<'a> {
         f: &mut dyn FnMut(&dyn Columns) -> Result<bool>,
     ) -> Result<()> {
         match self.inner {
-            Inner::Sqlite(conn) => {
-                let mut stmt = conn.prepare_cached(sql)?;
-                let mut rows = stmt.query(params)?;
-                while let Some(row) = rows.next()? {
-                    if !f(row)? {
-                        break;
-                    }
-                }
-                Ok(())
-            }
+            Inner::Sqlite(conn) => sqlite_rows(&mut *conn.prepare_cached(sql)?, params, f),
             #[cfg(feature = "postgres")]
             Inner::Postgres(session) => session.each_row(sql, params, f),
         }
@@ -81,16 +72,7 @@ impl<'a> Db<'a> {
         f: &mut dyn FnMut(&dyn Columns) -> Result<bool>,
     ) -> Result<()> {
         match self.inner {
-            Inner::Sqlite(conn) => {
-                let mut stmt = conn.prepare(sql)?;
-                let mut rows = stmt.query(params)?;
-                while let Some(row) = rows.next()? {
-                    if !f(row)? {
-                        break;
-                    }
-                }
-                Ok(())
-            }
+            Inner::Sqlite(conn) => sqlite_rows(&mut conn.prepare(sql)?, params, f),
             #[cfg(feature = "postgres")]
             Inner::Postgres(session) => session.each_row_once(sql, params, f),
         }
@@ -119,6 +101,21 @@ impl<'a> Db<'a> {
             Inner::Postgres(_) => None,
         }
     }
+}
+
+/// Runs a prepared SQLite statement, handing each row to `f` until it returns `false`.
+fn sqlite_rows(
+    stmt: &mut rusqlite::Statement<'_>,
+    params: &[&dyn ToSql],
+    f: &mut dyn FnMut(&dyn Columns) -> Result<bool>,
+) -> Result<()> {
+    let mut rows = stmt.query(params)?;
+    while let Some(row) = rows.next()? {
+        if !f(row)? {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// What a checked statement can run on: a [`Db`], or a SQLite [`Connection`] (and anything that

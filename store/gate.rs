@@ -88,25 +88,37 @@ fn inspect_snapshot(conn: &Connection, path: &Path) -> Result<State> {
     if has_config != Some(1) {
         return Err(refused(Refusal::NoServerConfig { supported }));
     }
-    let read = |key: &str| stored_text(conn, key).map_err(judged);
+    let version = claimed(|key| stored_text(conn, key).map_err(judged))?.map_err(refused)?;
+    verify(conn, path, version)?;
+    Ok(State::At(version))
+}
+
+/// The version a database claims, read through `read` (the stored text of a `server_config`
+/// key): the refusal for a legacy key, a missing, unparseable or newer version, or the
+/// version. Both backends' gates judge the keys this one way.
+///
+/// # Errors
+/// Whatever `read` fails with (trouble reading, never a refusal).
+pub(crate) fn claimed(
+    mut read: impl FnMut(&str) -> Result<Option<String>>,
+) -> Result<std::result::Result<u32, Refusal>> {
+    let supported = schema::SCHEMA_VERSION;
     if let Some(value) = read(LEGACY_VERSION_KEY)? {
-        return Err(refused(Refusal::LegacyVersionKey { value, supported }));
+        return Ok(Err(Refusal::LegacyVersionKey { value, supported }));
     }
-    let value = read(VERSION_KEY)?.ok_or_else(|| refused(Refusal::MissingVersion { supported }))?;
-    let version = parse_version(&value).ok_or_else(|| {
-        refused(Refusal::UnparseableVersion {
-            value: value.clone(),
-            supported,
-        })
-    })?;
+    let Some(value) = read(VERSION_KEY)? else {
+        return Ok(Err(Refusal::MissingVersion { supported }));
+    };
+    let Some(version) = parse_version(&value) else {
+        return Ok(Err(Refusal::UnparseableVersion { value, supported }));
+    };
     if version > supported {
-        return Err(refused(Refusal::VersionAhead {
+        return Ok(Err(Refusal::VersionAhead {
             found: version,
             supported,
         }));
     }
-    verify(conn, path, version)?;
-    Ok(State::At(version))
+    Ok(Ok(version))
 }
 
 /// Checks that the structure of `conn`, the database file `path`, is the structure of
@@ -257,7 +269,7 @@ fn stored_text(conn: &Connection, key: &str) -> crate::Result<Option<String>> {
 }
 
 /// Strict: ASCII digits only, no sign, no spaces.
-pub(crate) fn parse_version(s: &str) -> Option<u32> {
+fn parse_version(s: &str) -> Option<u32> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }

@@ -283,6 +283,15 @@ fn pg_type(column: &Column) -> Type {
     }
 }
 
+/// The columns' names, comma-separated, in the order both sides read them.
+fn column_list(columns: &[&Column]) -> String {
+    columns
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Streams `table` from SQLite into the target with `COPY ... FROM STDIN (FORMAT binary)`.
 fn send(
     source: &rusqlite::Connection,
@@ -291,11 +300,7 @@ fn send(
     table: &Table,
     columns: &[&Column],
 ) -> Result<Tally> {
-    let list = columns
-        .iter()
-        .map(|c| c.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ");
+    let list = column_list(columns);
     let types: Vec<Type> = columns.iter().map(|c| pg_type(c)).collect();
     let sink = tx
         .copy_in(&format!(
@@ -352,11 +357,7 @@ fn read_back(
     table: &Table,
     columns: &[&Column],
 ) -> Result<Tally> {
-    let list = columns
-        .iter()
-        .map(|c| c.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ");
+    let list = column_list(columns);
     let sql = format!("SELECT {list} FROM {}", table.name);
     let rows = tx
         .query_raw(&sql, std::iter::empty::<i64>())

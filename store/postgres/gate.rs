@@ -8,7 +8,6 @@
 
 use super::Database;
 use crate::error::{Error, Refusal, Result};
-use crate::gate::{LEGACY_VERSION_KEY, VERSION_KEY};
 use crate::schema;
 use postgres::GenericClient;
 use seed_agents_codegen::{diff, postgres as dialect, Schema};
@@ -87,28 +86,13 @@ pub(super) fn judge(client: &mut impl GenericClient, name: &str) -> Result<State
     if !has_config {
         return Err(refused(Refusal::NoServerConfig { supported }));
     }
-    let mut read = |key: &str| -> Result<Option<String>> {
+    let read = |key: &str| -> Result<Option<String>> {
         let row = client
             .query_opt("SELECT value FROM server_config WHERE key = $1", &[&key])
             .map_err(|e| fail(name, e))?;
         Ok(row.map(|r| String::from_utf8_lossy(r.get::<_, &[u8]>(0)).into_owned()))
     };
-    if let Some(value) = read(LEGACY_VERSION_KEY)? {
-        return Err(refused(Refusal::LegacyVersionKey { value, supported }));
-    }
-    let value = read(VERSION_KEY)?.ok_or_else(|| refused(Refusal::MissingVersion { supported }))?;
-    let version = crate::gate::parse_version(&value).ok_or_else(|| {
-        refused(Refusal::UnparseableVersion {
-            value: value.clone(),
-            supported,
-        })
-    })?;
-    if version > supported {
-        return Err(refused(Refusal::VersionAhead {
-            found: version,
-            supported,
-        }));
-    }
+    let version = crate::gate::claimed(read)?.map_err(refused)?;
     if version < schema::POSTGRES_BASELINE {
         return Err(refused(Refusal::BeforePostgres {
             found: version,

@@ -142,3 +142,16 @@ pub fn exec(location: &Path, sql: &str, params: &[&dyn rusqlite::ToSql]) {
     let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = values.iter().map(|v| &**v).collect();
     client.execute(&statement, &refs).unwrap();
 }
+
+/// The integer the SQLite statement `sql` (no parameters) selects, from the store at
+/// `location`, on whichever backend it is.
+pub fn query_i64(location: &Path, sql: &str) -> i64 {
+    let url = location.to_str().unwrap_or("");
+    if !url.starts_with("postgres") {
+        let conn = rusqlite::Connection::open(location).expect("raw connection");
+        return conn.query_row(sql, [], |r| r.get(0)).unwrap();
+    }
+    let pg = seed_agents_codegen::postgres::translate(sql, 0).unwrap();
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    client.query_one(&pg, &[]).unwrap().get(0)
+}
