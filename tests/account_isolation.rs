@@ -461,8 +461,17 @@ fn cases() -> Vec<Case> {
 
 #[test]
 fn another_accounts_rows_are_refused_like_missing_ones_and_nothing_is_written() {
+    let mut cases = cases();
+    if isolation_common::backend::postgres() {
+        // The building block runs in a transaction the test opens on its own SQLite
+        // connection; on PostgreSQL the store's `append_event` (above) covers the same check.
+        eprintln!(
+            "SKIPPED on PostgreSQL: the case events::append_event (a raw SQLite transaction)"
+        );
+        cases.retain(|c| c.0 != "events::append_event");
+    }
     run_cases(
-        &cases(),
+        &cases,
         &["agent", "session", "trigger", "run", "model provider"],
     );
 }

@@ -155,3 +155,69 @@ pub fn query_i64(location: &Path, sql: &str) -> i64 {
     let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
     client.query_one(&pg, &[]).unwrap().get(0)
 }
+
+/// Every row of every table not starting with `skip` (and none of SQLite's own), each row
+/// rendered as text and the rows sorted: what a test compares before and after calls that must
+/// change nothing. The rendering is each backend's own, so compare dumps of one backend only.
+pub fn dump(location: &Path, skip: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+    use rusqlite::types::ValueRef;
+    let mut out = std::collections::BTreeMap::new();
+    let url = location.to_str().unwrap_or("");
+    if url.starts_with("postgres") {
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let tables = client
+            .query(
+                "SELECT table_name::text FROM information_schema.tables \
+                 WHERE table_schema = current_schema() ORDER BY 1",
+                &[],
+            )
+            .unwrap();
+        for t in tables {
+            let table: String = t.get(0);
+            if table.starts_with(skip) {
+                continue;
+            }
+            let mut rows: Vec<String> = client
+                .query(&format!("SELECT CAST(t AS text) FROM \"{table}\" t"), &[])
+                .unwrap()
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            rows.sort();
+            out.insert(table, rows);
+        }
+        return out;
+    }
+    let conn = rusqlite::Connection::open(location).expect("raw connection");
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    for table in tables.into_iter().filter(|t| !t.starts_with(skip)) {
+        let mut stmt = conn.prepare(&format!("SELECT * FROM \"{table}\"")).unwrap();
+        let columns = stmt.column_count();
+        let mut rows: Vec<String> = stmt
+            .query_map([], |r| {
+                let mut cells = Vec::with_capacity(columns);
+                for i in 0..columns {
+                    cells.push(match r.get_ref(i)? {
+                        ValueRef::Null => "NULL".to_owned(),
+                        ValueRef::Integer(v) => v.to_string(),
+                        ValueRef::Real(v) => format!("{v:?}"),
+                        ValueRef::Text(t) => format!("{:?}", String::from_utf8_lossy(t)),
+                        ValueRef::Blob(b) => format!("x'{}'", hex::encode(b)),
+                    });
+                }
+                Ok(cells.join("|"))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        rows.sort();
+        out.insert(table, rows);
+    }
+    out
+}

@@ -4,6 +4,8 @@
 //! log is the one place a probe may write: naming A's row may append `access.refused` events
 //! (by B, under A), naming a missing row appends nothing, and the snapshot leaves the log out.
 
+#[path = "../backend/mod.rs"]
+pub mod backend;
 pub mod setup;
 pub mod worker;
 
@@ -11,7 +13,6 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use rusqlite::types::ValueRef;
 use seed_agents_store::clock::ManualClock;
 use seed_agents_store::{Error, Result, Store};
 
@@ -100,59 +101,30 @@ impl Ids {
     }
 }
 
-/// Every table (from `sqlite_schema`), every row, every column, rendered and sorted.
+/// Every table but the audit log's, every row, every column, rendered and sorted.
 pub fn snapshot(store: &Store) -> BTreeMap<String, Vec<String>> {
-    let conn = &store.conn().unwrap();
-    let tables: Vec<String> = conn
-        .prepare(
-            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' \
-             AND name NOT LIKE 'audit_%'",
-        )
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap();
-    assert!(tables.len() >= 20, "the schema lists {tables:?}");
-    let mut out = BTreeMap::new();
-    for table in tables {
-        let mut stmt = conn.prepare(&format!("SELECT * FROM \"{table}\"")).unwrap();
-        let columns = stmt.column_count();
-        let mut rows: Vec<String> = stmt
-            .query_map([], |r| {
-                let mut cells = Vec::with_capacity(columns);
-                for i in 0..columns {
-                    cells.push(match r.get_ref(i)? {
-                        ValueRef::Null => "NULL".to_owned(),
-                        ValueRef::Integer(v) => v.to_string(),
-                        ValueRef::Real(v) => format!("{v:?}"),
-                        ValueRef::Text(t) => format!("{:?}", String::from_utf8_lossy(t)),
-                        ValueRef::Blob(b) => format!("x'{}'", hex::encode(b)),
-                    });
-                }
-                Ok(cells.join("|"))
-            })
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
-        rows.sort();
-        out.insert(table, rows);
-    }
-    out
+    let tables = backend::dump(store.path(), "audit_");
+    assert!(tables.len() >= 20, "the schema lists {:?}", tables.keys());
+    tables
 }
 
 /// The audit log's events as `(account, actor, action, outcome)`, oldest first.
 pub fn audit_log(store: &Store) -> Vec<(String, String, String, String)> {
-    let conn = &store.conn().unwrap();
-    let mut stmt = conn
-        .prepare("SELECT account_id, actor, action, outcome FROM audit_events ORDER BY seq")
-        .unwrap();
-    let events = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap();
-    events
+    seed_agents_store::query!(
+        "SELECT account_id, actor, action, outcome FROM audit_events ORDER BY seq"
+    )
+    .fetch_all(&store.reading().unwrap())
+    .unwrap()
+    .into_iter()
+    .map(|r| {
+        (
+            r.account_id,
+            r.actor,
+            r.action,
+            r.outcome.as_str().to_owned(),
+        )
+    })
+    .collect()
 }
 
 /// What a call answered, with the id left out of a `NotFound` (it is the id the call named).
@@ -231,8 +203,11 @@ pub fn probe(store: &mut Store, a: &Ids, b: &Ids, case: &Case) -> Option<String>
 pub fn world() -> (tempfile::TempDir, Store, Ids, Ids) {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(T);
-    let mut store =
-        Store::open_with_clock(dir.path().join("db.sqlite"), Arc::new(clock.clone())).unwrap();
+    let mut store = Store::open_with_clock(
+        backend::location(dir.path(), "db.sqlite"),
+        Arc::new(clock.clone()),
+    )
+    .unwrap();
     let a = setup::populate(&mut store, A, "a");
     let b = setup::populate(&mut store, B, "b");
     clock.advance(60_000);
@@ -277,7 +252,6 @@ pub fn run_cases(cases: &[Case], refused: &[&str]) {
     );
     assert_eq!(snapshot(&store), start);
     assert!(store.verify_audit_log().unwrap().is_intact());
-    let conn = store.conn().unwrap();
     for what in refused {
         let id = match *what {
             "agent" => &a.agent,
@@ -286,14 +260,16 @@ pub fn run_cases(cases: &[Case], refused: &[&str]) {
             "run" => &a.running_run,
             _ => &a.provider,
         };
-        let refused: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM audit_events WHERE action = 'access.refused' \
-                 AND account_id = ?1 AND actor = ?2 AND target = ?3",
-                [A, B, &format!("{what} {id}")],
-                |r| r.get(0),
-            )
-            .unwrap();
+        let refused = seed_agents_store::query!(
+            "SELECT CAST(count(*) AS INTEGER) AS \"n!\" FROM audit_events \
+             WHERE action = 'access.refused' AND account_id = ?1 AND actor = ?2 AND target = ?3",
+            A,
+            B,
+            format!("{what} {id}")
+        )
+        .fetch_one(&store.reading().unwrap())
+        .unwrap()
+        .n;
         assert!(refused > 0, "no refusal recorded for {what} {id}");
     }
 }
