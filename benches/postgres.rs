@@ -99,7 +99,7 @@ fn fill_postgres(url: &str, store: &Store, n: usize) {
             "INSERT INTO runs (id, account_id, root_run_id, depth, kind, origin, title, input_cbor, status,
                attempt, max_attempts, queue, created_at, updated_at)
              SELECT 'r' || g, $1, 'r' || g, 0, 'workflow', 'workflow', 'bench', $2, 'queued', 0, 1,
-               'background', $3 + g, $3 + g FROM generate_series(1, $4) g",
+               'background', $3 + g, $3 + g FROM generate_series(1, $4::bigint) g",
             &[&ACCOUNT, &input.as_bytes(), &T, &(n as i64)],
         )
         .unwrap();
@@ -141,38 +141,66 @@ fn timed_claims(iters: u64, store: &Store, mut unclaim: impl FnMut(&str)) -> Dur
     total
 }
 
-/// The plain side of an append on PostgreSQL: the store's statements through a plain client,
-/// in one transaction holding a write lock, as the store runs them.
-fn plain_append(client: &mut postgres::Client, session: &str, payload: &[u8], i: i64) {
-    let mut tx = client.transaction().unwrap();
-    tx.batch_execute("SELECT pg_advisory_xact_lock(1)").unwrap();
-    let row = tx
-        .query_one(
-            "SELECT s.agent_id, (SELECT COALESCE(MAX(e.seq), 0) + 1 FROM session_events e WHERE e.session_id = s.id) \
-             FROM sessions s WHERE s.id = $1 AND s.account_id = $2",
-            &[&session, &ACCOUNT],
-        )
-        .unwrap();
-    let agent: String = row.get(0);
-    let seq: i64 = row.get(1);
-    let now = T + i;
-    tx.execute(
-        "INSERT INTO session_events (id, session_id, seq, event_cbor, created_at) VALUES ($1, $2, $3, $4, $5)",
-        &[&format!("plain-{i}"), &session, &seq, &payload, &now],
-    )
-    .unwrap();
-    tx.execute(
-        "UPDATE sessions SET updated_at = $1, message_at = $1, message_from = 'user' WHERE id = $2",
-        &[&now, &session],
-    )
-    .unwrap();
-    tx.execute(
-        "UPDATE agents SET activity_at = $1, activity_kind = 'message', message_at = $1, \
-         message_from = 'user', activity_session_id = $2 WHERE id = $3",
-        &[&now, &session, &agent],
-    )
-    .unwrap();
-    tx.commit().unwrap();
+/// The plain side of an append on PostgreSQL: the store's statements, prepared once, through a
+/// plain client in one transaction holding a write lock, as the store runs them.
+struct PlainAppend {
+    client: postgres::Client,
+    next: postgres::Statement,
+    insert: postgres::Statement,
+    session: postgres::Statement,
+    agent: postgres::Statement,
+}
+
+impl PlainAppend {
+    fn new(url: &str) -> PlainAppend {
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let next = client
+            .prepare(
+                "SELECT s.agent_id, (SELECT COALESCE(MAX(e.seq), 0) + 1 FROM session_events e \
+                 WHERE e.session_id = s.id) FROM sessions s WHERE s.id = $1 AND s.account_id = $2",
+            )
+            .unwrap();
+        let insert = client
+            .prepare(
+                "INSERT INTO session_events (id, session_id, seq, event_cbor, created_at) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .unwrap();
+        let session = client
+            .prepare(
+                "UPDATE sessions SET updated_at = $1, message_at = $1, message_from = 'user' \
+                 WHERE id = $2",
+            )
+            .unwrap();
+        let agent = client
+            .prepare(
+                "UPDATE agents SET activity_at = $1, activity_kind = 'message', message_at = $1, \
+                 message_from = 'user', activity_session_id = $2 WHERE id = $3",
+            )
+            .unwrap();
+        PlainAppend {
+            client,
+            next,
+            insert,
+            session,
+            agent,
+        }
+    }
+
+    fn append(&mut self, session: &str, payload: &[u8], i: i64) {
+        let mut tx = self.client.transaction().unwrap();
+        tx.batch_execute("SELECT pg_advisory_xact_lock(1)").unwrap();
+        let row = tx.query_one(&self.next, &[&session, &ACCOUNT]).unwrap();
+        let agent: String = row.get(0);
+        let seq: i64 = row.get(1);
+        let now = T + i;
+        let id = format!("plain-{i}");
+        tx.execute(&self.insert, &[&id, &session, &seq, &payload, &now])
+            .unwrap();
+        tx.execute(&self.session, &[&now, &session]).unwrap();
+        tx.execute(&self.agent, &[&now, &session, &agent]).unwrap();
+        tx.commit().unwrap();
+    }
 }
 
 fn bench(c: &mut Criterion) {
@@ -195,7 +223,7 @@ fn bench(c: &mut Criterion) {
     let plain_store = Store::open(&plain_url).unwrap();
     let plain_session = seed_sessions(&plain_store, 1).remove(0);
     drop(plain_store);
-    let mut plain = postgres::Client::connect(&plain_url, postgres::NoTls).unwrap();
+    let mut plain = PlainAppend::new(&plain_url);
     let payload = Cbor::encode(&event(0)).unwrap();
     let mut group = c.benchmark_group("postgres_append");
     group.measurement_time(Duration::from_secs(4));
@@ -217,7 +245,7 @@ fn bench(c: &mut Criterion) {
     group.bench_function("postgres_plain", |b| {
         b.iter(|| {
             i += 1;
-            plain_append(&mut plain, &plain_session, payload.as_bytes(), i as i64)
+            plain.append(&plain_session, payload.as_bytes(), i as i64)
         })
     });
     group.finish();
@@ -281,11 +309,13 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("postgres_claim_8_workers");
     group.sample_size(10);
     const BATCH: usize = 400;
+    let mut files = 0;
     group.bench_function("sqlite_store", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
-            for n in 0..iters {
-                let path = dir.path().join(format!("workers-{n}.sqlite"));
+            for _ in 0..iters {
+                files += 1;
+                let path = dir.path().join(format!("workers-{files}.sqlite"));
                 let store = Store::open(&path).unwrap();
                 fill_sqlite(&store, BATCH);
                 total += drain(|| {

@@ -24,6 +24,8 @@ macro_rules! case {
     };
 }
 
+// Both fixtures carry the test backend module; only `isolation_common`'s opens stores here.
+#[allow(clippy::duplicate_mod)]
 mod isolation_common;
 mod tools_common;
 

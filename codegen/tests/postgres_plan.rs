@@ -63,7 +63,8 @@ fn a_new_nullable_column_and_a_new_index_are_derived() {
         step.statements,
         vec![
             "ALTER TABLE runs ADD COLUMN note text COLLATE \"C\"".to_string(),
-            "CREATE INDEX runs_by_note ON runs (note DESC) WHERE note is not null".to_string(),
+            "CREATE INDEX runs_by_note ON runs (note DESC NULLS LAST, id) WHERE note is not null"
+                .to_string(),
         ]
     );
 }

@@ -161,8 +161,14 @@ impl Session {
             .query(statement, &refs(values))
             .map_err(|e| self.fail(e))?;
         drop(client);
+        // The names once per result, not once per row.
+        let names: Vec<String> = statement
+            .columns()
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect();
         for row in &rows {
-            let row = Row::read(row).map_err(|e| self.fail(e))?;
+            let row = Row::read(row, &names).map_err(|e| self.fail(e))?;
             if !f(&row)? {
                 break;
             }
@@ -270,18 +276,19 @@ impl ToSql for Param<'_> {
     postgres::types::to_sql_checked!();
 }
 
-/// A result row as SQLite values, with its column names.
-struct Row {
+/// A result row as SQLite values, with its statement's column names.
+struct Row<'a> {
     values: Vec<Value>,
-    names: Vec<String>,
+    names: &'a [String],
 }
 
-impl Row {
-    fn read(row: &postgres::Row) -> std::result::Result<Row, postgres::Error> {
+impl<'a> Row<'a> {
+    fn read(
+        row: &postgres::Row,
+        names: &'a [String],
+    ) -> std::result::Result<Row<'a>, postgres::Error> {
         let mut values = Vec::with_capacity(row.len());
-        let mut names = Vec::with_capacity(row.len());
         for (i, column) in row.columns().iter().enumerate() {
-            names.push(column.name().to_string());
             let ty = column.type_();
             let value = if *ty == Type::INT8 {
                 row.try_get::<_, Option<i64>>(i)?.map(Value::Integer)
@@ -312,7 +319,7 @@ impl Row {
     }
 }
 
-impl Columns for Row {
+impl Columns for Row<'_> {
     fn value(&self, idx: usize) -> Result<ValueRef<'_>> {
         self.values
             .get(idx)

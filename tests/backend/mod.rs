@@ -115,7 +115,8 @@ pub fn exec(location: &Path, sql: &str, params: &[&dyn rusqlite::ToSql]) {
         conn.execute(sql, params).unwrap();
         return;
     }
-    let pg = seed_agents_codegen::postgres::translate(sql, params.len()).unwrap();
+    let pg =
+        seed_agents_codegen::postgres::translate(sql, params.len(), &Default::default()).unwrap();
     let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
     let statement = client.prepare(&pg).unwrap();
     let mut values: Vec<Box<dyn postgres::types::ToSql + Sync>> = Vec::new();
@@ -151,7 +152,7 @@ pub fn query_i64(location: &Path, sql: &str) -> i64 {
         let conn = rusqlite::Connection::open(location).expect("raw connection");
         return conn.query_row(sql, [], |r| r.get(0)).unwrap();
     }
-    let pg = seed_agents_codegen::postgres::translate(sql, 0).unwrap();
+    let pg = seed_agents_codegen::postgres::translate(sql, 0, &Default::default()).unwrap();
     let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
     client.query_one(&pg, &[]).unwrap().get(0)
 }

@@ -17,11 +17,29 @@ const MAX_IDENTIFIER: usize = 63;
 
 /// The structure both backends can express: what SQLite-only flags say is dropped
 /// (`WITHOUT ROWID`, `STRICT`, hidden columns), primary-key columns are `NOT NULL` (PostgreSQL
-/// always makes them so), types are reduced to their affinity's name, and defaults and partial
-/// predicates are in the normal form of [`sql::normalize`].
+/// always makes them so), types are reduced to their affinity's name, defaults and partial
+/// predicates are in the normal form of [`sql::normalize`], and a non-unique index ends with
+/// the primary key's columns, as SQLite's indexes of a keyed table physically do (so an order
+/// SQLite reads off an index, ties broken by the key, PostgreSQL reads off it too).
 pub fn portable(schema: &Schema) -> Schema {
     let mut out = schema.clone();
     for table in out.tables.values_mut() {
+        let key = table.primary_key.clone();
+        for index in table.indexes.values_mut().filter(|i| !i.unique) {
+            for column in &key {
+                if !index
+                    .columns
+                    .iter()
+                    .any(|c| c.name.as_ref() == Some(column))
+                {
+                    index.columns.push(crate::model::IndexColumn {
+                        name: Some(column.clone()),
+                        desc: false,
+                        collation: "BINARY".into(),
+                    });
+                }
+            }
+        }
         table.without_rowid = false;
         table.strict = false;
         for column in table.columns.values_mut() {
@@ -74,6 +92,7 @@ fn pg_type(column: &Column) -> &'static str {
 /// [`Error::Postgres`] when the model holds what PostgreSQL cannot express the same way (a
 /// trigger, a view, an expression index, a collation other than the binary one, a name too long).
 pub fn render(schema: &Schema) -> Result<Vec<String>> {
+    let schema = &portable(schema);
     if let Some(name) = schema.triggers.keys().chain(schema.views.keys()).next() {
         return Err(unsupported(format!(
             "{name}: triggers and views have no PostgreSQL rendering"
@@ -90,7 +109,7 @@ pub fn render(schema: &Schema) -> Result<Vec<String>> {
     }
     for table in schema.tables.values() {
         for index in table.indexes.values() {
-            out.push(create_index(index)?);
+            out.push(create_index(table, index)?);
         }
     }
     Ok(out)
@@ -164,8 +183,9 @@ pub(crate) fn add_foreign_key(table: &str, fk: &ForeignKey) -> Result<String> {
     Ok(s)
 }
 
-/// `CREATE [UNIQUE] INDEX`.
-pub(crate) fn create_index(index: &Index) -> Result<String> {
+/// `CREATE [UNIQUE] INDEX` on `table`. A column that may be NULL keeps SQLite's NULL order
+/// (first when ascending, last when descending), the order the translated `ORDER BY` asks for.
+pub(crate) fn create_index(table: &Table, index: &Index) -> Result<String> {
     check_name(&index.name)?;
     let mut columns = Vec::new();
     for c in &index.columns {
@@ -181,10 +201,15 @@ pub(crate) fn create_index(index: &Index) -> Result<String> {
                 index.name, c.collation
             )));
         }
-        columns.push(if c.desc {
-            format!("{name} DESC")
-        } else {
-            name.clone()
+        let nullable = table
+            .columns
+            .get(name)
+            .is_some_and(|col| !col.not_null && col.pk == 0);
+        columns.push(match (c.desc, nullable) {
+            (false, false) => name.clone(),
+            (false, true) => format!("{name} NULLS FIRST"),
+            (true, false) => format!("{name} DESC"),
+            (true, true) => format!("{name} DESC NULLS LAST"),
         });
     }
     let mut s = format!(

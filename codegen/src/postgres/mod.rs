@@ -22,4 +22,4 @@ mod translate;
 #[cfg(feature = "emit")]
 pub use syntax::check_syntax;
 #[cfg(feature = "emit")]
-pub use translate::translate;
+pub use translate::{non_null_columns, translate};

@@ -231,7 +231,7 @@ fn derive(before: &Schema, after: &Schema) -> std::result::Result<Vec<String>, U
                     d.foreign.push(ddl::add_foreign_key(name, fk)?);
                 }
                 for index in new.indexes.values() {
-                    d.indexes.push(ddl::create_index(index)?);
+                    d.indexes.push(ddl::create_index(new, index)?);
                 }
             }
         }
@@ -323,7 +323,7 @@ fn alter_table(old: &Table, new: &Table, d: &mut Derived) -> std::result::Result
     }
     for (name, index) in &new.indexes {
         if old.indexes.get(name) != Some(index) {
-            d.indexes.push(ddl::create_index(index)?);
+            d.indexes.push(ddl::create_index(new, index)?);
         }
     }
     Ok(())

@@ -14,12 +14,15 @@
 //! - types: `CAST(e AS INTEGER)` is `BIGINT`, `BLOB` is `BYTEA`, `REAL` is `DOUBLE PRECISION`;
 //! - functions: scalar `max(a, b, ..)`/`min(..)` are `GREATEST`/`LEAST`, `ifnull` is `COALESCE`;
 //! - `INSERT OR IGNORE` is `INSERT .. ON CONFLICT DO NOTHING`;
-//! - `ORDER BY` keeps SQLite's NULL order (first when ascending, last when descending);
+//! - `ORDER BY` keeps SQLite's NULL order (first when ascending, last when descending) for a
+//!   key that may be NULL; a column the schema declares NOT NULL everywhere keeps PostgreSQL's
+//!   default, so an index still serves the order;
 //! - `LIMIT ?` keeps SQLite's "a negative limit is no limit" (`LIMIT NULLIF($n, -1)`);
 //! - a subquery in `FROM` without an alias gets one (PostgreSQL requires it);
 //! - `COLLATE BINARY` is `COLLATE "C"` (byte order; a text parameter has the database's
 //!   collation otherwise, which a recursive query over text columns refuses to mix).
 
+use crate::model::Table;
 use sqlparser::ast::{
     BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
     FunctionArguments, Ident, JoinConstraint, JoinOperator, LimitClause, ObjectName,
@@ -32,13 +35,29 @@ use sqlparser::parser::Parser;
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
+/// The names of the columns that are NOT NULL (or in a primary key) in every table of `tables`
+/// that has a column of that name: what [`translate`] may order by without a NULLS clause.
+pub fn non_null_columns<'a>(tables: impl IntoIterator<Item = &'a Table>) -> BTreeSet<String> {
+    let mut nullable = BTreeSet::new();
+    let mut all = BTreeSet::new();
+    for table in tables {
+        for column in table.columns.values() {
+            all.insert(column.name.clone());
+            if !column.not_null && column.pk == 0 {
+                nullable.insert(column.name.clone());
+            }
+        }
+    }
+    all.difference(&nullable).cloned().collect()
+}
+
 /// The PostgreSQL statement with the meaning of the SQLite statement `sql`, which has `params`
-/// parameters.
+/// parameters; `non_null` names the columns no row holds NULL in (see [`non_null_columns`]).
 ///
 /// # Errors
 /// Why it has no PostgreSQL rendering: SQLite's text does not parse as one statement, the
 /// result does not parse as PostgreSQL, or its parameters are not `$1..=$params`.
-pub fn translate(sql: &str, params: usize) -> Result<String, String> {
+pub fn translate(sql: &str, params: usize, non_null: &BTreeSet<String>) -> Result<String, String> {
     let sql = without_index_hints(sql)?;
     let mut statements = Parser::parse_sql(&SQLiteDialect {}, &sql)
         .map_err(|e| format!("the SQLite statement does not parse for translation: {e}"))?;
@@ -49,7 +68,12 @@ pub fn translate(sql: &str, params: usize) -> Result<String, String> {
         ));
     }
     let mut statement = statements.remove(0);
-    let mut rewrite = Rewrite::default();
+    let mut rewrite = Rewrite {
+        non_null,
+        last_param: 0,
+        named: Default::default(),
+        aliases: 0,
+    };
     let _ = statement.visit(&mut rewrite);
     let out = statement.to_string();
     let parsed = Parser::parse_sql(&PostgreSqlDialect {}, &out)
@@ -116,8 +140,9 @@ impl VisitorMut for Placeholders<'_> {
     }
 }
 
-#[derive(Default)]
-struct Rewrite {
+struct Rewrite<'a> {
+    /// Columns no row holds NULL in.
+    non_null: &'a BTreeSet<String>,
     /// The highest parameter number seen, for numbering a bare `?` or a new named parameter.
     last_param: usize,
     /// Named parameters (`:name`, `@name`, `$name`) by the number SQLite gave them.
@@ -126,7 +151,7 @@ struct Rewrite {
     aliases: usize,
 }
 
-impl VisitorMut for Rewrite {
+impl VisitorMut for Rewrite<'_> {
     type Break = ();
 
     fn post_visit_value(&mut self, value: &mut Value) -> ControlFlow<()> {
@@ -230,7 +255,13 @@ impl VisitorMut for Rewrite {
         if let Some(order_by) = &mut query.order_by {
             if let OrderByKind::Expressions(items) = &mut order_by.kind {
                 for item in items {
-                    if item.options.nulls_first.is_none() {
+                    let column = match &item.expr {
+                        Expr::Identifier(c) => Some(&c.value),
+                        Expr::CompoundIdentifier(parts) => parts.last().map(|c| &c.value),
+                        _ => None,
+                    };
+                    let never_null = column.is_some_and(|c| self.non_null.contains(c));
+                    if item.options.nulls_first.is_none() && !never_null {
                         // SQLite sorts NULL as the smallest value.
                         item.options.nulls_first = Some(item.options.asc != Some(false));
                     }
@@ -521,7 +552,7 @@ mod tests {
     use super::translate;
 
     fn pg(sql: &str, params: usize) -> String {
-        translate(sql, params).unwrap()
+        translate(sql, params, &["id".to_string()].into()).unwrap()
     }
 
     #[test]
@@ -534,7 +565,7 @@ mod tests {
             pg("SELECT a FROM t WHERE b = ? AND c = ?", 2),
             "SELECT a FROM t WHERE b = $1 AND c = $2"
         );
-        assert!(translate("SELECT a FROM t WHERE b = ?1", 2).is_err());
+        assert!(translate("SELECT a FROM t WHERE b = ?1", 2, &Default::default()).is_err());
     }
 
     #[test]
@@ -567,6 +598,11 @@ mod tests {
         assert_eq!(
             pg("SELECT a FROM t INDEXED BY t_by_a WHERE a = 1 AND NOT EXISTS (SELECT 1 FROM u NOT INDEXED)", 0),
             "SELECT a FROM t WHERE a = 1 AND NOT EXISTS (SELECT 1 FROM u)"
+        );
+        // A key never NULL keeps PostgreSQL's order, which its index serves.
+        assert_eq!(
+            pg("SELECT a FROM t ORDER BY id DESC, a", 0),
+            "SELECT a FROM t ORDER BY id DESC, a NULLS FIRST"
         );
         assert_eq!(
             pg("SELECT n FROM (SELECT count(*) AS n FROM t)", 0),

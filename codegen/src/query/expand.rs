@@ -55,7 +55,7 @@ impl Checker {
     /// The PostgreSQL statement of the checked SQLite statement `lit`, parsed as PostgreSQL and
     /// with its parameters counted.
     fn postgres(&self, lit: &LitStr, d: &Described) -> syn::Result<String> {
-        crate::postgres::translate(&lit.value(), d.params).map_err(|m| {
+        crate::postgres::translate(&lit.value(), d.params, &self.non_null).map_err(|m| {
             syn::Error::new(
                 lit.span(),
                 format!("this statement has no PostgreSQL rendering: {m}"),

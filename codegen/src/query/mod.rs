@@ -35,6 +35,8 @@ pub struct Checker {
     /// (table, column) -> (the column's Rust type without `Option`, as source text; NOT NULL),
     /// computed once.
     types: BTreeMap<(String, String), (String, bool)>,
+    /// Columns no row of any table holds NULL in, for the PostgreSQL translation's `ORDER BY`.
+    non_null: std::collections::BTreeSet<String>,
     // Kept as text and parsed per expansion: tokens must not outlive the macro call that made
     // them, and the checker outlives every call.
     runtime: String,
@@ -72,7 +74,9 @@ impl Checker {
             .into_iter()
             .map(|(key, (ty, not_null))| (key, (ty.to_string(), not_null)))
             .collect();
+        let non_null = crate::postgres::non_null_columns(baseline.fresh.tables.values());
         Ok(Checker {
+            non_null,
             conn,
             types,
             runtime: runtime.to_string(),

@@ -9,8 +9,10 @@
 
 /// The claim: one statement. `busy` counts live runs per kind through `runs_dispatch`; each of
 /// the four candidate branches walks `runs_dispatch` for one queue, either the undelayed rows
-/// (`not_before IS NULL`, already in created_at order in the index) or the delayed rows that are
-/// due (few: backoffs and timers). The interactive branches win, then created_at, then id.
+/// (`not_before IS NULL`, already in created_at order in the index; the order names
+/// `not_before` too, all NULL there, so that PostgreSQL, which does not take `IS NULL` for an
+/// equality, also reads the order off the index) or the delayed rows that are due (few:
+/// backoffs and timers). The interactive branches win, then created_at, then id.
 /// ?1 owner, ?2 now, ?3 agent cap, ?4 workflow cap, ?5 lease expiry. Returns the claimed row.
 macro_rules! claim_next_query {
     ($owner:expr, $now:expr, $agents:expr, $workflows:expr, $expiry:expr) => {
@@ -26,7 +28,7 @@ macro_rules! claim_next_query {
            AND ((r.kind = 'agent' AND (SELECT agents FROM busy) < ?3 AND (r.session_id IS NULL OR NOT EXISTS (
                   SELECT 1 FROM runs AS s INDEXED BY runs_by_session WHERE s.session_id = r.session_id AND s.status IN ('claimed', 'running'))))
              OR (r.kind = 'workflow' AND (SELECT workflows FROM busy) < ?4))
-         ORDER BY r.created_at, r.id LIMIT 1)
+         ORDER BY r.not_before, r.created_at, r.id LIMIT 1)
        UNION ALL
        SELECT * FROM (SELECT r.id, 0, r.created_at FROM runs AS r INDEXED BY runs_dispatch
          WHERE r.status = 'queued' AND r.queue = 'interactive' AND r.not_before <= ?2
@@ -40,7 +42,7 @@ macro_rules! claim_next_query {
            AND ((r.kind = 'agent' AND (SELECT agents FROM busy) < ?3 AND (r.session_id IS NULL OR NOT EXISTS (
                   SELECT 1 FROM runs AS s INDEXED BY runs_by_session WHERE s.session_id = r.session_id AND s.status IN ('claimed', 'running'))))
              OR (r.kind = 'workflow' AND (SELECT workflows FROM busy) < ?4))
-         ORDER BY r.created_at, r.id LIMIT 1)
+         ORDER BY r.not_before, r.created_at, r.id LIMIT 1)
        UNION ALL
        SELECT * FROM (SELECT r.id, 1, r.created_at FROM runs AS r INDEXED BY runs_dispatch
          WHERE r.status = 'queued' AND r.queue = 'background' AND r.not_before <= ?2

@@ -417,7 +417,8 @@ impl TableGen<'_> {
         let sql_lit = text_literal(sql);
         // The helper's SQL is this emitter's own, so a failed translation is an emitter bug: it
         // surfaces as a compile error in the generated module, naming the statement.
-        let pg = match crate::postgres::translate(sql, args.len()) {
+        let non_null = crate::postgres::non_null_columns([self.t.table]);
+        let pg = match crate::postgres::translate(sql, args.len(), &non_null) {
             Ok(pg) => text_literal(&pg),
             Err(e) => {
                 let message =
