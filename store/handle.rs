@@ -330,7 +330,8 @@ impl Store {
     /// Sets how long a commit waits for the disk. [`Durability::Full`] (the default) makes every
     /// committed write survive a power cut; [`Durability::Normal`] can lose the last commits to
     /// one (never the file's integrity, in WAL mode) for faster writes. For this store and its
-    /// clones, until the last is dropped.
+    /// clones, until the last is dropped. On PostgreSQL the same choice is the session's
+    /// `synchronous_commit` (`on` or `off`) for every connection of the store.
     ///
     /// # Errors
     /// [`Error::Sqlite`](crate::Error::Sqlite) when the pragma fails.
@@ -339,6 +340,11 @@ impl Store {
             Durability::Full => "FULL",
             Durability::Normal => "NORMAL",
         };
+        #[cfg(feature = "postgres")]
+        if let Some(pool) = self.postgres() {
+            pool.set_synchronous_commit(durability == Durability::Full);
+            return Ok(());
+        }
         self.sqlite_writer()?
             .between_batches(|conn| conn.pragma_update(None, "synchronous", mode))?;
         Ok(())

@@ -1,7 +1,8 @@
 //! Races between nodes (separate processes, each with its own `Store` on one database; on
 //! PostgreSQL these are the multi-node guarantees): eight nodes resolving one idempotency key
-//! run the action once and all answer with its result; eight nodes sweeping the expired leases of
-//! a dead node requeue each run exactly once, and the dead node's claims are fenced afterwards.
+//! run the action once and all answer with its result; eight nodes claiming under a cap claim no
+//! more than the cap together; eight nodes sweeping the expired leases of a dead node requeue
+//! each run exactly once, and the dead node's claims are fenced afterwards.
 
 mod execution_common;
 
@@ -17,6 +18,7 @@ use seed_agents_store::{Error, Store};
 const NODES: usize = 8;
 const ROLE: &str = "NODE_RACE_ROLE";
 const LEASED: usize = 60;
+const CAP: u32 = 3;
 
 /// The races run one at a time, so that a small machine runs at most eight nodes at once.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -61,6 +63,15 @@ fn node_child() {
         }
         // The child's clock is the real one, long after the fixture's: every lease the dead
         // node took has expired.
+        "capped" => {
+            let limits = ClaimLimits {
+                workflow: CAP,
+                ..ClaimLimits::default()
+            };
+            while let Some(run) = store.claim_next_run("capped-node", limits).unwrap() {
+                println!("RESULT claimed {}", run.id);
+            }
+        }
         "sweeper" => {
             for id in store.boot_sweep(SweepMode::MultiProcess).unwrap() {
                 println!("RESULT requeued {id}");
@@ -101,6 +112,20 @@ fn nodes_resolving_one_idempotency_key_run_it_once() {
     let (again, replayed) = idempotent_create(&f.store);
     assert!(replayed);
     assert!(sessions.contains(again.as_str()));
+}
+
+#[test]
+fn nodes_claiming_under_a_cap_claim_no_more_than_it_together() {
+    let _serial = serial();
+    let f = fixture();
+    for i in 0..40 {
+        f.store
+            .enqueue_run(&workflow_run(&format!("capped {i}")))
+            .unwrap();
+    }
+    let results = processes::spawn(&f, "node_child", ROLE, &["capped"; NODES]);
+    let claimed: Vec<&String> = results.iter().flat_map(|(_, l)| l).collect();
+    assert_eq!(claimed.len(), CAP as usize, "{claimed:?}");
 }
 
 #[test]

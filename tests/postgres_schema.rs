@@ -274,3 +274,39 @@ fn a_text_column_in_another_collation_is_refused() {
         "{diff}"
     );
 }
+
+/// `set_durability` is the sessions' `synchronous_commit` on PostgreSQL: `off` for Normal, `on`
+/// again for Full, on the connections the store hands out.
+#[test]
+fn durability_is_every_connections_synchronous_commit() {
+    use seed_agents_store::{Columns, Durability, FromRow, Store};
+    struct Setting(String);
+    impl FromRow for Setting {
+        fn from_row(row: &dyn Columns) -> seed_agents_store::Result<Self> {
+            match row.value(0)? {
+                rusqlite::types::ValueRef::Text(t) => {
+                    Ok(Setting(String::from_utf8_lossy(t).into()))
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+    let Some(db) = TempDb::new("durability") else {
+        return;
+    };
+    let store = Store::open(&db.url).unwrap();
+    let setting = |store: &Store| -> String {
+        let query = sea_query::Query::select()
+            .expr(sea_query::Expr::cust(
+                "current_setting('synchronous_commit')",
+            ))
+            .to_owned();
+        let rows: Vec<Setting> = store.select(&query).unwrap();
+        rows[0].0.clone()
+    };
+    assert_eq!(setting(&store), "on");
+    store.set_durability(Durability::Normal).unwrap();
+    assert_eq!(setting(&store), "off");
+    store.set_durability(Durability::Full).unwrap();
+    assert_eq!(setting(&store), "on");
+}

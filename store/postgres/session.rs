@@ -32,6 +32,8 @@ pub(crate) struct Session {
     /// Whether a transaction is open on it (a failed statement then aborts it, so a retry
     /// needs a savepoint).
     in_transaction: std::cell::Cell<bool>,
+    /// The `synchronous_commit` this connection has (`on` when opened).
+    synchronous: std::cell::Cell<bool>,
     /// Prepared statements by (the static text's address and length, the parameter types).
     statements: RefCell<HashMap<StatementKey, Statement>>,
     name: Arc<str>,
@@ -391,6 +393,9 @@ impl<'a> FromSql<'a> for Numeric {
 /// The store's PostgreSQL connections: up to a bound, opened as needed, reused.
 pub(crate) struct Pool {
     writes: AtomicU64,
+    /// Whether commits wait for the server's disk (`synchronous_commit`), as
+    /// `Store::set_durability` chose.
+    synchronous: std::sync::atomic::AtomicBool,
     url: String,
     name: Arc<str>,
     idle: Mutex<(Vec<Session>, usize)>,
@@ -412,6 +417,7 @@ impl Pool {
     pub(crate) fn new(url: &str, name: &str, max: usize) -> Pool {
         Pool {
             writes: AtomicU64::new(0),
+            synchronous: std::sync::atomic::AtomicBool::new(true),
             url: url.to_string(),
             name: Arc::from(name),
             idle: Mutex::new((Vec::new(), 0)),
@@ -420,8 +426,28 @@ impl Pool {
         }
     }
 
-    /// A connection, waiting while `max` are in use.
+    /// Makes every connection's commits wait for the disk (`true`, the default) or not.
+    pub(crate) fn set_synchronous_commit(&self, on: bool) {
+        self.synchronous.store(on, Ordering::Relaxed);
+    }
+
+    /// A connection, waiting while `max` are in use, its `synchronous_commit` as chosen.
     pub(crate) fn get(&self) -> Result<Lease<'_>> {
+        let lease = self.take()?;
+        let wanted = self.synchronous.load(Ordering::Relaxed);
+        let session = lease.session();
+        if session.synchronous.get() != wanted {
+            session.batch(if wanted {
+                "SET synchronous_commit = on"
+            } else {
+                "SET synchronous_commit = off"
+            })?;
+            session.synchronous.set(wanted);
+        }
+        Ok(lease)
+    }
+
+    fn take(&self) -> Result<Lease<'_>> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(session) = idle.0.pop() {
@@ -440,6 +466,7 @@ impl Pool {
                         session: Some(Session {
                             client: RefCell::new(client),
                             in_transaction: std::cell::Cell::new(false),
+                            synchronous: std::cell::Cell::new(true),
                             statements: RefCell::new(HashMap::new()),
                             name: self.name.clone(),
                         }),
