@@ -30,7 +30,19 @@ fi
 # A free port on loopback, picked by the kernel.
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 
+# What the server logs when it crashed, restarted or turned connections away.
+trouble="PANIC|terminated by signal|was terminated|too many clients|recovery mode"
 stop() {
+  status=$?
+  # A failed run shows what the server said (refused connections, crashes, restarts): the log
+  # is removed with the directory.
+  if [ "$status" != 0 ] && [ -s "$dir/server.log" ]; then
+    echo "with-postgres: the command failed ($status); the last lines of the server's log:" >&2
+    tail -n 40 "$dir/server.log" >&2
+  elif grep -qE "$trouble" "$dir/server.log" 2>/dev/null; then
+    echo "with-postgres: the server reported trouble during the run:" >&2
+    grep -E "$trouble" "$dir/server.log" | head -n 20 >&2
+  fi
   "${as_owner[@]}" "$bindir/pg_ctl" -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
   rm -rf "$dir"
 }

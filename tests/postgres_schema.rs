@@ -252,6 +252,31 @@ fn an_unreachable_server_is_reported_as_storage_trouble_naming_the_database() {
         "{message}"
     );
     assert!(!message.contains("secret"), "{message}");
+    // What the client's own text leaves out: the refused connection beneath it.
+    assert!(message.contains("Connection refused"), "{message}");
+}
+
+/// What the server answered is in the message: its severity, SQLSTATE and words, not the
+/// client's bare "db error".
+#[test]
+fn the_servers_own_words_are_in_the_message() {
+    let Some(admin) = postgres_common::server("servers_own_words") else {
+        return;
+    };
+    let url = backend::with_database(&admin, "sa_no_such_database");
+    let err = Database::connect(&url).unwrap_err();
+    let message = err.to_string();
+    assert_eq!(
+        err.kind(),
+        seed_agents_store::ErrorKind::Storage,
+        "{message}"
+    );
+    assert!(
+        message.contains("FATAL 3D000")
+            && message.contains("database \"sa_no_such_database\" does not exist"),
+        "{message}"
+    );
+    assert!(!message.contains("db error"), "{message}");
 }
 
 /// Text compares byte by byte as on SQLite: a column collated otherwise is a structure the gate

@@ -79,30 +79,6 @@ fn sqlite_kind(e: &rusqlite::Error) -> ErrorKind {
     }
 }
 
-/// The kind of a PostgreSQL error by its SQLSTATE: a serialization failure, a deadlock or a
-/// lock not granted is busy (retrying may succeed); a unique or foreign-key violation is a
-/// conflict; a NOT NULL or CHECK violation and bad data are invalid input; no connection, a full
-/// disk, a read-only server and missing privileges are storage (the data is not at fault).
-#[cfg(feature = "postgres")]
-fn postgres_kind(e: &postgres::Error) -> ErrorKind {
-    let Some(code) = e.code() else {
-        // No SQLSTATE: the connection failed or closed, or I/O on it did.
-        return ErrorKind::Storage;
-    };
-    let code = code.code();
-    match code {
-        "40001" | "40P01" | "55P03" => ErrorKind::Busy,
-        "23505" | "23503" | "23P01" => ErrorKind::Conflict,
-        "23502" | "23514" => ErrorKind::Invalid,
-        "25006" | "42501" => ErrorKind::Storage,
-        _ if code.starts_with("08") || code.starts_with("53") || code.starts_with("57") => {
-            ErrorKind::Storage
-        }
-        _ if code.starts_with("22") => ErrorKind::Invalid,
-        _ => ErrorKind::Internal,
-    }
-}
-
 impl Error {
     /// The kind of this failure: what a server maps to a status (not found 404, invalid 400,
     /// conflict 409, busy 503, refused and storage and internal 500, say). An unclassified SQLite
@@ -121,7 +97,7 @@ impl Error {
         match self {
             Error::Refused { .. } | Error::PostgresRefused { .. } => ErrorKind::Refused,
             #[cfg(feature = "postgres")]
-            Error::Postgres { source, .. } => postgres_kind(source),
+            Error::Postgres { source, .. } => super::postgres::kind(source),
             Error::Busy { .. } => ErrorKind::Busy,
             Error::DiskFull { .. }
             | Error::ReadOnly { .. }

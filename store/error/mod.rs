@@ -6,6 +6,8 @@
 //! file the gate has judged gets a refusal, each with advice that fits it.
 
 mod kind;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod refusal;
 
 pub use kind::ErrorKind;
@@ -332,12 +334,12 @@ pub enum Error {
     // The PostgreSQL backend.
     /// The PostgreSQL server failed or refused a statement, or could not be reached.
     #[cfg(feature = "postgres")]
-    #[error("PostgreSQL at {database}: {source}")]
+    #[error("PostgreSQL at {database}: {}", postgres::Detail(source))]
     Postgres {
         /// The database, as its URL without the password.
         database: String,
         /// The client's error (with the server's SQLSTATE when the server answered).
-        source: postgres::Error,
+        source: ::postgres::Error,
     },
     /// The schema gate refused the PostgreSQL database; nothing in it was changed.
     #[error("refusing to use the PostgreSQL database {database}: {reason}\n{}", reason.postgres_advice(database))]

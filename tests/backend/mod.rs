@@ -52,14 +52,44 @@ pub fn location(dir: &Path, file: &str) -> PathBuf {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     );
-    let mut client = postgres::Client::connect(&admin, postgres::NoTls)
-        .unwrap_or_else(|e| panic!("SEED_AGENTS_TEST_POSTGRES={admin}: {e}"));
+    let mut client = connect(&admin);
     client
         .batch_execute(&format!("CREATE DATABASE {name}"))
         .unwrap();
     let url = with_database(&admin, &name);
     map.insert(path, url.clone());
     PathBuf::from(url)
+}
+
+/// A plain client on `url`, waiting up to 30 s while the server says it cannot take one now
+/// (starting, recovering, or out of connection slots); a failure panics with everything the
+/// server said, which the client's own `Display` ("db error") leaves out.
+pub fn connect(url: &str) -> postgres::Client {
+    use postgres::error::SqlState;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match postgres::Client::connect(url, postgres::NoTls) {
+            Ok(client) => return client,
+            Err(e)
+                if matches!(
+                    e.code(),
+                    Some(&SqlState::CANNOT_CONNECT_NOW | &SqlState::TOO_MANY_CONNECTIONS)
+                ) && std::time::Instant::now() < deadline =>
+            {
+                eprintln!("{url}: {e:?}; trying again");
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            Err(e) => match e.as_db_error() {
+                Some(db) => panic!(
+                    "{url}: {} {}: {}",
+                    db.severity(),
+                    db.code().code(),
+                    db.message()
+                ),
+                None => panic!("{url}: {e:?}"),
+            },
+        }
+    }
 }
 
 fn admin_url() -> String {
@@ -70,9 +100,7 @@ fn admin_url() -> String {
 
 /// Drops the test databases of processes that are no longer running.
 fn drop_ended() {
-    let Ok(mut client) = postgres::Client::connect(&admin_url(), postgres::NoTls) else {
-        return;
-    };
+    let mut client = connect(&admin_url());
     let Ok(rows) = client.query(
         "SELECT datname::text FROM pg_database WHERE datname LIKE 'sa\\_t\\_%'",
         &[],
@@ -117,7 +145,7 @@ pub fn exec(location: &Path, sql: &str, params: &[&dyn rusqlite::ToSql]) {
     }
     let pg =
         seed_agents_codegen::postgres::translate(sql, params.len(), &Default::default()).unwrap();
-    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let mut client = connect(url);
     let statement = client.prepare(&pg).unwrap();
     let mut values: Vec<Box<dyn postgres::types::ToSql + Sync>> = Vec::new();
     for (param, ty) in params.iter().zip(statement.params()) {
@@ -153,7 +181,7 @@ pub fn query_i64(location: &Path, sql: &str) -> i64 {
         return conn.query_row(sql, [], |r| r.get(0)).unwrap();
     }
     let pg = seed_agents_codegen::postgres::translate(sql, 0, &Default::default()).unwrap();
-    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let mut client = connect(url);
     client.query_one(&pg, &[]).unwrap().get(0)
 }
 
@@ -165,7 +193,7 @@ pub fn dump(location: &Path, skip: &str) -> std::collections::BTreeMap<String, V
     let mut out = std::collections::BTreeMap::new();
     let url = location.to_str().unwrap_or("");
     if url.starts_with("postgres") {
-        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let mut client = connect(url);
         let tables = client
             .query(
                 "SELECT table_name::text FROM information_schema.tables \

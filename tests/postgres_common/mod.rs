@@ -55,8 +55,7 @@ impl TempDb {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
-        let mut client = postgres::Client::connect(&admin, postgres::NoTls)
-            .unwrap_or_else(|e| panic!("{SERVER_ENV}={admin}: {e}"));
+        let mut client = crate::backend::connect(&admin);
         // Each on its own: a multi-statement batch would run in one transaction, which
         // neither statement may.
         client
@@ -71,7 +70,7 @@ impl TempDb {
 
     /// A plain client on this database, for arranging and checking what a test needs.
     pub fn client(&self) -> postgres::Client {
-        postgres::Client::connect(&self.url, postgres::NoTls).unwrap()
+        crate::backend::connect(&self.url)
     }
 }
 
