@@ -105,6 +105,93 @@ fn a_typescript_store_arrives_whole_with_its_bytes() {
     );
 }
 
+/// The TypeScript server's file as it is, at version 11: what arrives is the store as migrating
+/// it gives, and the file (and its directory) is left byte for byte as it was.
+#[test]
+fn a_store_behind_this_version_arrives_migrated_and_the_file_is_left_as_it_was() {
+    let Some(db) = TempDb::new("copy_behind") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agents.sqlite");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/ts-server-v11.sqlite"
+        ),
+        &path,
+    )
+    .unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let listing = || {
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let files = listing();
+
+    let report = copy(&path, &db.url).unwrap();
+    assert_eq!(report.source_version, 11);
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    assert_eq!(listing(), files);
+
+    let migrated = tempfile::tempdir().unwrap();
+    let counts = Store::open_read_only(ts_store(migrated.path()))
+        .unwrap()
+        .table_counts()
+        .unwrap();
+    let mut client = db.client();
+    for (table, n) in &counts {
+        let arrived: i64 = client
+            .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(arrived, *n, "{table}");
+    }
+    assert_eq!(
+        Database::connect(&db.url).unwrap().inspect().unwrap(),
+        State::At(schema::SCHEMA_VERSION)
+    );
+}
+
+/// The CLI on the version-11 file says that it copied a migrated snapshot, and removes that
+/// snapshot from the temporary directory.
+#[test]
+fn the_cli_copies_a_file_behind_and_leaves_no_snapshot_behind() {
+    let Some(db) = TempDb::new("copy_cli_behind") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agents.sqlite");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/ts-server-v11.sqlite"
+        ),
+        &path,
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_seed-agents-db"))
+        .args(["copy", "--from", path.to_str().unwrap(), "--to", &db.url])
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let stdout = cli_common::stdout(&out);
+    assert!(out.status.success(), "{}", cli_common::stderr(&out));
+    assert!(
+        stdout.contains(&format!(
+            "at version 11: a private snapshot of it was migrated to {}",
+            schema::SCHEMA_VERSION
+        )),
+        "{stdout}"
+    );
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
 #[test]
 fn a_target_with_rows_is_refused_and_left_as_it_was() {
     let Some(db) = TempDb::new("copy_not_empty") else {

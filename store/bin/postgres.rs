@@ -68,11 +68,25 @@ pub(crate) fn copy(
             .collect();
         print_json(
             out,
-            &json!({"from": from.display().to_string(), "to": report.database, "tables": tables}),
+            &json!({
+                "from": from.display().to_string(),
+                "from_version": report.source_version,
+                "to": report.database,
+                "version": schema::SCHEMA_VERSION,
+                "tables": tables,
+            }),
         )?;
         return Ok(ExitCode::SUCCESS);
     }
     writeln!(out, "copied {} to {}", from.display(), report.database)?;
+    if report.source_version < schema::SCHEMA_VERSION {
+        writeln!(
+            out,
+            "  the file is at version {}: a private snapshot of it was migrated to {} and copied; the file was not changed",
+            report.source_version,
+            schema::SCHEMA_VERSION
+        )?;
+    }
     for t in &report.tables {
         writeln!(out, "  {:<32} {:>10} rows  {}", t.table, t.rows, t.checksum)?;
     }

@@ -126,7 +126,8 @@ enum Command {
     /// Copy a whole SQLite store into an empty PostgreSQL database, verifying every table's
     /// row count and checksum: every row arrives or none does.
     Copy {
-        /// The SQLite file to read (never written; it must be at this binary's version).
+        /// The SQLite file to read (never written; a file behind this binary's version is
+        /// copied from a migrated snapshot in the temporary directory).
         #[arg(long, value_name = "PATH")]
         from: PathBuf,
         /// The PostgreSQL database to fill (`postgres://user:password@host:port/dbname`); it

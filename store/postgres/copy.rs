@@ -4,7 +4,8 @@
 //! written in one PostgreSQL transaction, under the schema lock, that installs (or migrates) the
 //! structure, refuses any row already there, streams every table in with `COPY`, reads every
 //! table back and compares its count and checksum with what was read, and commits only when all
-//! agree. So either every row arrives, verified, or nothing does.
+//! agree. So either every row arrives, verified, or nothing does. A source behind this binary's
+//! version is copied from a private, migrated snapshot of it, so it too is never written.
 //!
 //! Values keep their SQLite meaning: a column's type is its affinity's PostgreSQL type, a TEXT
 //! value in a BLOB column (the version key in `server_config`) arrives as its UTF-8 bytes, and a
@@ -22,7 +23,7 @@ use rusqlite::types::ValueRef;
 use seed_agents_codegen::model::{Affinity, Column, Table};
 use seed_agents_codegen::Schema;
 use sha2::{Digest, Sha256};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What one table's copy moved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +41,9 @@ pub struct TableCopy {
 pub struct CopyReport {
     /// The target, as its URL without the password.
     pub database: String,
+    /// The version the source file was at: below this binary's, the copy is of a migrated
+    /// private snapshot (see [`copy`]).
+    pub source_version: u32,
     /// Every table of the store.
     pub tables: Vec<TableCopy>,
 }
@@ -47,14 +51,76 @@ pub struct CopyReport {
 /// Copies the SQLite store at `from` into the PostgreSQL database at `to`, which must be empty
 /// (no table at all, or this store's tables without rows).
 ///
+/// A source behind this binary's version (a file the TypeScript server wrote at version 11, say)
+/// is copied as it would be after migrating: a private snapshot of it is taken into the system's
+/// temporary directory (`VACUUM INTO`), migrated there by [`Store::open`] with all its checks,
+/// copied, and removed. The source itself is never written.
+///
 /// # Errors
-/// As [`Store::open_read_only`] for the source (a source behind this binary's version must be
-/// opened read-write once first); [`Error::PostgresRefused`] when the target is not this store's;
-/// [`Error::CopyTargetNotEmpty`] when it holds rows; [`Error::CopyValue`] for a value the target
-/// cannot hold; [`Error::CopyMismatch`] when what arrived is not what was read;
-/// [`Error::Postgres`] when the server fails. Nothing is written to the target in any of these
-/// cases.
+/// As [`Store::open_read_only`] for the source, and as [`Store::open`] for its migration
+/// ([`Error::Refused`] for a file the gate refuses, say); [`Error::Io`] and its kin naming the
+/// snapshot when the temporary directory cannot hold it; [`Error::PostgresRefused`] when the
+/// target is not this store's; [`Error::CopyTargetNotEmpty`] when it holds rows;
+/// [`Error::CopyValue`] for a value the target cannot hold; [`Error::CopyMismatch`] when what
+/// arrived is not what was read; [`Error::Postgres`] when the server fails. Nothing is written to
+/// the target in any of these cases.
 pub fn copy(from: &Path, to: &str) -> Result<CopyReport> {
+    let latest = schema::SCHEMA_VERSION;
+    let staged = Staged::new()?;
+    // One look that leaves nothing beside the source, repeated if a writer changed it meanwhile.
+    let version = crate::open::snapshot(from, |conn| {
+        let version = match crate::gate::inspect(conn, from)? {
+            crate::gate::State::At(v) => v,
+            // An empty file holds no store; the read-only open of the source says so.
+            crate::gate::State::Fresh => latest,
+        };
+        if version < latest {
+            staged.remove();
+            conn.execute("VACUUM INTO ?1", [staged.path.to_string_lossy()])
+                .map_err(|e| Error::from_sqlite(e, &staged.path))?;
+        }
+        Ok(version)
+    })?;
+    if version >= latest {
+        return copy_current(from, to, version);
+    }
+    drop(Store::open(&staged.path)?);
+    copy_current(&staged.path, to, version)
+}
+
+/// A private snapshot of an older source, removed (with its WAL and shared-memory files) when
+/// dropped.
+struct Staged {
+    path: PathBuf,
+}
+
+impl Staged {
+    fn new() -> Result<Staged> {
+        let dir = std::env::temp_dir();
+        std::fs::metadata(&dir).map_err(|e| Error::from_io(e, &dir))?;
+        let path = dir.join(format!("seed-agents-copy-{}.sqlite", uuid::Uuid::new_v4()));
+        Ok(Staged { path })
+    }
+
+    /// Removes the snapshot and its companion files, where they exist.
+    fn remove(&self) {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut name = self.path.clone().into_os_string();
+            name.push(suffix);
+            let _ = std::fs::remove_file(name);
+        }
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+/// [`copy`] from a source at this binary's version (`source_version` is what it was at before
+/// any staging).
+fn copy_current(from: &Path, to: &str, source_version: u32) -> Result<CopyReport> {
     let source = Store::open_read_only(from)?;
     let snapshot = source.snapshot()?;
     let reader = snapshot
@@ -113,6 +179,7 @@ pub fn copy(from: &Path, to: &str) -> Result<CopyReport> {
     tx.commit().map_err(|e| fail(&name, e))?;
     Ok(CopyReport {
         database: name,
+        source_version,
         tables,
     })
 }
