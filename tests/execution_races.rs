@@ -1,7 +1,8 @@
 //! The "must show" races, each with threads and separately with processes sharing the file:
 //! 8 claimers over 1,000 runs claim each run exactly once and never two agent runs of one
-//! session at once; 8 admitters of one firing key produce exactly one firing; a signal racing a
-//! timeout and a cancel is delivered at most once and the journal holds at most one `event`.
+//! session at once; 8 admitters of one firing key produce exactly one firing; 6 racers, two
+//! each delivering a signal, sweeping timeouts and canceling, resolve each wait at most once and
+//! the journal holds at most one `event`.
 //!
 //! Processes: the test binary re-runs itself (`--exact race_child --nocapture`) with
 //! `EXEC_RACE_ROLE` naming the child's part; each child opens its own `Store` on the same file and
@@ -113,7 +114,11 @@ fn admitter(store: &Store, trigger_id: &str) -> bool {
     }
 }
 
-/// One of the three signal racers over every prepared run; returns how many it resolved.
+/// The racers for a parked run's wait: two of each way it can end, so each way also races
+/// itself.
+const SIGNAL_RACERS: [&str; 6] = ["signal", "timeout", "cancel", "signal", "timeout", "cancel"];
+
+/// One of the signal racers over every prepared run; returns how many it resolved.
 fn signal_racer(store: &Store, part: &str, runs: &[String]) -> usize {
     let mut resolved = 0;
     for run in runs {
@@ -334,8 +339,8 @@ fn signal_race(shared: bool) {
     let _serial = serial();
     let mut f = fixture();
     let runs = park_signal_runs(&mut f);
-    let barrier = Arc::new(Barrier::new(3));
-    let handles: Vec<_> = ["signal", "timeout", "cancel"]
+    let barrier = Arc::new(Barrier::new(SIGNAL_RACERS.len()));
+    let handles: Vec<_> = SIGNAL_RACERS
         .into_iter()
         .map(|part| {
             let store = racer_store(&f, shared);
@@ -346,7 +351,11 @@ fn signal_race(shared: bool) {
             })
         })
         .collect();
-    let resolved: HashMap<String, usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let mut resolved: HashMap<String, usize> = HashMap::new();
+    for handle in handles {
+        let (part, n) = handle.join().unwrap();
+        *resolved.entry(part).or_default() += n;
+    }
     check_signal_runs(&f, &runs, &resolved);
 }
 
@@ -437,18 +446,16 @@ fn processes_resolve_a_signal_racing_a_timeout_and_a_cancel_at_most_once() {
     let _serial = serial();
     let mut f = fixture();
     let runs = park_signal_runs(&mut f);
-    let results = processes::spawn(&f, "race_child", ROLE, &["signal", "timeout", "cancel"]);
-    let resolved: HashMap<String, usize> = results
-        .into_iter()
-        .map(|(part, lines)| {
-            let n = lines
-                .iter()
-                .find_map(|l| l.strip_prefix("resolved "))
-                .unwrap()
-                .parse()
-                .unwrap();
-            (part, n)
-        })
-        .collect();
+    let results = processes::spawn(&f, "race_child", ROLE, &SIGNAL_RACERS);
+    let mut resolved: HashMap<String, usize> = HashMap::new();
+    for (part, lines) in results {
+        let n: usize = lines
+            .iter()
+            .find_map(|l| l.strip_prefix("resolved "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        *resolved.entry(part).or_default() += n;
+    }
     check_signal_runs(&f, &runs, &resolved);
 }
