@@ -467,8 +467,8 @@ fn another_accounts_rows_are_refused_like_missing_ones_and_nothing_is_written() 
     if isolation_common::backend::postgres() {
         // The building block runs in a transaction the test opens on its own SQLite
         // connection; on PostgreSQL the store's `append_event` (above) covers the same check.
-        eprintln!(
-            "SKIPPED on PostgreSQL: the case events::append_event (a raw SQLite transaction)"
+        isolation_common::backend::say(
+            "SKIPPED on PostgreSQL: the case events::append_event (a raw SQLite transaction)",
         );
         cases.retain(|c| c.0 != "events::append_event");
     }

@@ -20,12 +20,45 @@ pub fn postgres() -> bool {
     std::env::var(BACKEND_ENV).as_deref() == Ok("postgres")
 }
 
+/// Writes `line` to the process's stderr itself: the test harness captures what `eprintln!`
+/// writes (showing it only for a failing test), and a skip must be seen in a passing run too.
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// Says that `test` does not run on this backend, and why, when the run is on PostgreSQL.
 pub fn skip_on_postgres(test: &str, why: &str) -> bool {
     if postgres() {
-        eprintln!("SKIPPED {test} on PostgreSQL: {why}");
+        say(&format!("SKIPPED {test} on PostgreSQL: {why}"));
     }
     postgres()
+}
+
+/// Says, once per test binary, that this run is the SQLite half of its suite and how to run the
+/// PostgreSQL half.
+fn say_sqlite_half() {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        let suite = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+            .map(|s| {
+                s.rsplit_once('-')
+                    .map_or(s.clone(), |(name, _)| name.to_string())
+            })
+            .unwrap_or_else(|| "this suite".into());
+        let why = if std::env::var("SEED_AGENTS_TEST_POSTGRES").is_ok_and(|v| !v.is_empty()) {
+            "it runs as a pass of its own"
+        } else {
+            "no PostgreSQL server"
+        };
+        say(&format!(
+            "SKIPPED the PostgreSQL half of {suite} ({why}); run it with \
+             SEED_AGENTS_TEST_BACKEND=postgres scripts/with-postgres.sh scripts/test-postgres.sh \
+             (see the README's \"PostgreSQL\")"
+        ));
+    });
 }
 
 static DATABASES: Mutex<Option<HashMap<PathBuf, String>>> = Mutex::new(None);
@@ -36,6 +69,7 @@ static NEXT: AtomicU32 = AtomicU32::new(0);
 pub fn location(dir: &Path, file: &str) -> PathBuf {
     let path = dir.join(file);
     if !postgres() {
+        say_sqlite_half();
         return path;
     }
     let mut databases = DATABASES.lock().unwrap_or_else(|e| e.into_inner());

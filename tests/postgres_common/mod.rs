@@ -21,10 +21,11 @@ pub fn server(test: &str) -> Option<String> {
             if std::env::var("SEED_AGENTS_REQUIRE_POSTGRES").as_deref() == Ok("1") {
                 panic!("{test}: SEED_AGENTS_REQUIRE_POSTGRES=1 but {SERVER_ENV} is not set");
             }
-            eprintln!(
+            crate::backend::say(&format!(
                 "SKIPPED {test}: no PostgreSQL server. Set {SERVER_ENV}=postgres://USER@HOST:PORT/postgres \
-                 (a user that may create databases) to run it; .ci/run starts one (see the README)."
-            );
+                 (a user that may create databases) to run it, or run the tests under \
+                 scripts/with-postgres.sh, which starts one (see the README)."
+            ));
             None
         }
     }
