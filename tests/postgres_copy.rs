@@ -192,6 +192,45 @@ fn the_cli_copies_a_file_behind_and_leaves_no_snapshot_behind() {
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
+/// After the copy the PostgreSQL store answers as the SQLite one does: the same events with the
+/// same bytes, and the next append takes the next seq on both.
+#[test]
+fn the_copied_store_serves_the_typescript_servers_log_and_continues_it() {
+    let Some(db) = TempDb::new("copy_serves") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = ts_store(dir.path());
+    copy(&path, &db.url).unwrap();
+    let sqlite = Store::open(&path).unwrap();
+    let postgres = Store::open(&db.url).unwrap();
+    let bytes = |store: &Store| -> Vec<(i64, Vec<u8>)> {
+        store
+            .events_after("acct-1", "sess-1", 0, None)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.seq, r.event_cbor.as_bytes().to_vec()))
+            .collect()
+    };
+    let replayed = bytes(&sqlite);
+    assert!(!replayed.is_empty());
+    assert_eq!(bytes(&postgres), replayed);
+    let event = seed_agents_store::payload::MessageEvent::user("after the move").into();
+    let next = replayed.last().unwrap().0 + 1;
+    assert_eq!(
+        postgres
+            .append_event("acct-1", "sess-1", &event)
+            .unwrap()
+            .seq,
+        next
+    );
+    assert_eq!(
+        sqlite.append_event("acct-1", "sess-1", &event).unwrap().seq,
+        next
+    );
+    assert_eq!(bytes(&postgres), bytes(&sqlite));
+}
+
 #[test]
 fn a_target_with_rows_is_refused_and_left_as_it_was() {
     let Some(db) = TempDb::new("copy_not_empty") else {
