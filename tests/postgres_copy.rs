@@ -11,8 +11,8 @@ use seed_agents_store::postgres::{copy, Database, State};
 use seed_agents_store::{schema, Error, Store};
 use std::path::{Path, PathBuf};
 
-/// The TypeScript server's file, migrated to this binary's version in a temporary directory.
-fn ts_store(dir: &Path) -> PathBuf {
+/// The TypeScript server's file as it wrote it (version 11), copied into `dir`.
+fn ts_file(dir: &Path) -> PathBuf {
     let path = dir.join("agents.sqlite");
     std::fs::copy(
         concat!(
@@ -22,8 +22,25 @@ fn ts_store(dir: &Path) -> PathBuf {
         &path,
     )
     .unwrap();
+    path
+}
+
+/// The TypeScript server's file, migrated to this binary's version in `dir`.
+fn ts_store(dir: &Path) -> PathBuf {
+    let path = ts_file(dir);
     drop(Store::open(&path).unwrap());
     path
+}
+
+/// Every table's row count on PostgreSQL equals `counts`.
+fn assert_counts(client: &mut postgres::Client, counts: &[(&str, i64)]) {
+    for (table, n) in counts {
+        let arrived: i64 = client
+            .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(arrived, *n, "{table}");
+    }
 }
 
 /// Every value of `table` on SQLite, as text comparable with PostgreSQL's (blobs and text in
@@ -67,13 +84,7 @@ fn a_typescript_store_arrives_whole_with_its_bytes() {
         assert_eq!(*n as u64, copied.rows, "{table}");
     }
     let mut client = db.client();
-    for (table, n) in &counts {
-        let arrived: i64 = client
-            .query_one(&format!("SELECT count(*) FROM {table}"), &[])
-            .unwrap()
-            .get(0);
-        assert_eq!(arrived, *n, "{table}");
-    }
+    assert_counts(&mut client, &counts);
     // Bytes, not just counts: the version key (TEXT in a BLOB column) and every event's CBOR.
     let version: Vec<u8> = client
         .query_one(
@@ -113,15 +124,7 @@ fn a_store_behind_this_version_arrives_migrated_and_the_file_is_left_as_it_was()
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("agents.sqlite");
-    std::fs::copy(
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/ts-server-v11.sqlite"
-        ),
-        &path,
-    )
-    .unwrap();
+    let path = ts_file(dir.path());
     let bytes = std::fs::read(&path).unwrap();
     let listing = || {
         let mut names: Vec<_> = std::fs::read_dir(dir.path())
@@ -144,13 +147,7 @@ fn a_store_behind_this_version_arrives_migrated_and_the_file_is_left_as_it_was()
         .table_counts()
         .unwrap();
     let mut client = db.client();
-    for (table, n) in &counts {
-        let arrived: i64 = client
-            .query_one(&format!("SELECT count(*) FROM {table}"), &[])
-            .unwrap()
-            .get(0);
-        assert_eq!(arrived, *n, "{table}");
-    }
+    assert_counts(&mut client, &counts);
     assert_eq!(
         Database::connect(&db.url).unwrap().inspect().unwrap(),
         State::At(schema::SCHEMA_VERSION)
@@ -166,15 +163,7 @@ fn the_cli_copies_a_file_behind_and_leaves_no_snapshot_behind() {
     };
     let dir = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let path = dir.path().join("agents.sqlite");
-    std::fs::copy(
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/ts-server-v11.sqlite"
-        ),
-        &path,
-    )
-    .unwrap();
+    let path = ts_file(dir.path());
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_seed-agents-db"))
         .args(["copy", "--from", path.to_str().unwrap(), "--to", &db.url])
         .env("TMPDIR", tmp.path())
