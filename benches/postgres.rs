@@ -1,6 +1,7 @@
 //! The store on PostgreSQL against the store on SQLite, in one run: an event append, a replay of
-//! 1,000 events, the claim with 1k and with 1M queued runs, and claim throughput with 8
-//! concurrent workers (each its own handle, as separate nodes are). Beside the store on
+//! 1,000 events, the claim with 1k and with 1M queued runs, append throughput of 8 nodes (each
+//! its own handle) writing for 8 accounts or for one, and claim throughput with 8 concurrent
+//! workers (each its own handle, as separate nodes are). Beside the store on
 //! PostgreSQL, the append also runs through a plain `postgres` client with the same statements
 //! and transaction shape (its write lock included), which is the overhead of the store itself.
 //!
@@ -305,6 +306,53 @@ fn bench(c: &mut Criterion) {
     }
     group.finish();
 
+    // Throughput: 8 nodes, each its own handle, appending to a session each: of an account each
+    // (appends of different accounts run at once on PostgreSQL), or all of one account (one at
+    // a time, as every write was before appends took their account's lock).
+    let mut group = c.benchmark_group("postgres_append_8_nodes");
+    group.sample_size(10);
+    let (url, _) = database(&admin, "sa_bench_nodes", false);
+    let pg = Store::open(&url).unwrap();
+    for (name, store, path) in [
+        ("sqlite_store", &sqlite, sqlite.path().to_path_buf()),
+        ("postgres_store", &pg, PathBuf::from(&url)),
+    ] {
+        for layout in ["own_accounts", "one_account"] {
+            let targets: Vec<(String, String)> = (0..WORKERS)
+                .map(|w| {
+                    let account = match layout {
+                        "own_accounts" => format!("{name}-node-{w}"),
+                        _ => format!("{name}-shared"),
+                    };
+                    (account.clone(), session_in(store, &account))
+                })
+                .collect();
+            let nodes: Vec<Store> = (0..WORKERS)
+                .map(|_| {
+                    let node = Store::open(&path).unwrap();
+                    node.set_durability(Durability::Normal).unwrap();
+                    node
+                })
+                .collect();
+            group.bench_function(format!("{name}/{layout}"), |b| {
+                b.iter_custom(|iters| {
+                    let start = Instant::now();
+                    std::thread::scope(|s| {
+                        for (node, (account, session)) in nodes.iter().zip(&targets) {
+                            s.spawn(move || {
+                                for i in 0..iters as usize * NODE_APPENDS {
+                                    node.append_event(account, session, &event(i)).unwrap();
+                                }
+                            });
+                        }
+                    });
+                    start.elapsed()
+                })
+            });
+        }
+    }
+    group.finish();
+
     // Throughput: 8 workers, each its own handle, drain a queue of runs.
     let mut group = c.benchmark_group("postgres_claim_8_workers");
     group.sample_size(10);
@@ -340,6 +388,34 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.finish();
+}
+
+/// Appends per node in one iteration of `postgres_append_8_nodes`.
+const NODE_APPENDS: usize = 50;
+
+/// A new session of a new agent in `account`.
+fn session_in(store: &Store, account: &str) -> String {
+    let agent = store
+        .create_agent(
+            account,
+            &seed_agents_store::agents::NewAgent {
+                definition: Default::default(),
+                state_dir: format!("/d/{account}"),
+                public_read: false,
+                public_chat: false,
+            },
+        )
+        .unwrap();
+    store
+        .create_session(
+            account,
+            &seed_agents_store::sessions::NewSession {
+                agent_id: agent.id,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .id
 }
 
 /// Runs [`WORKERS`] threads, each on its own handle, claiming and finishing until the queue is

@@ -205,10 +205,12 @@ fn assert_contiguous(store: &Store, session: &str, writers: i64) {
 }
 
 fn append_many(path: &Path, session: &str, writer: &str) {
-    append_many_with(&Store::open(path).unwrap(), session, writer);
+    append_many_with(&Store::open(path).unwrap(), session, writer, None);
 }
 
-fn append_many_with(store: &Store, session: &str, writer: &str) {
+/// Appends `PER_WRITER` tool calls of `writer` to `session` of account `A`, each followed by one
+/// to `own` (an account and its session), when given.
+fn append_many_with(store: &Store, session: &str, writer: &str, own: Option<(&str, &str)>) {
     for i in 0..PER_WRITER {
         let event = SessionEventPayload::ToolCall(ToolCallEvent {
             id: format!("{writer}-{i}"),
@@ -218,6 +220,9 @@ fn append_many_with(store: &Store, session: &str, writer: &str) {
             extra: OpenMap::new(),
         });
         store.append_event(A, session, &event).unwrap();
+        if let Some((account, own_session)) = own {
+            store.append_event(account, own_session, &event).unwrap();
+        }
     }
 }
 
@@ -246,7 +251,7 @@ fn four_threads_appending_through_one_shared_handle_get_contiguous_seqs() {
     std::thread::scope(|s| {
         for w in 0..4 {
             let (store, session) = (store.clone(), &session);
-            s.spawn(move || append_many_with(&store, session, &format!("thread-{w}")));
+            s.spawn(move || append_many_with(&store, session, &format!("thread-{w}"), None));
         }
     });
     assert_contiguous(&store, &session, 4);
@@ -256,21 +261,57 @@ fn four_threads_appending_through_one_shared_handle_get_contiguous_seqs() {
 const CHILD_DB: &str = "CONVERSATION_EVENTS_CHILD_DB";
 const CHILD_SESSION: &str = "CONVERSATION_EVENTS_CHILD_SESSION";
 const CHILD_WRITER: &str = "CONVERSATION_EVENTS_CHILD_WRITER";
+/// The child's own account and its session (`account/session`).
+const CHILD_OWN: &str = "CONVERSATION_EVENTS_CHILD_OWN";
 
+/// Four processes (four nodes, on PostgreSQL) append to one shared session and, in between, each
+/// to a session of an account of its own, so appends of one account race while those of others
+/// run beside them: every session's seqs are contiguous.
 #[test]
 fn four_processes_appending_to_one_session_get_contiguous_seqs() {
     if let Ok(db) = std::env::var(CHILD_DB) {
         let session = std::env::var(CHILD_SESSION).unwrap();
         let writer = std::env::var(CHILD_WRITER).unwrap();
-        append_many(Path::new(&db), &session, &writer);
+        let own = std::env::var(CHILD_OWN).unwrap();
+        let own = own.split_once('/').unwrap();
+        append_many_with(&Store::open(&db).unwrap(), &session, &writer, Some(own));
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let path = backend::location(dir.path(), "db.sqlite");
-    let (store, _, _, session) = fixture(&path);
-    let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = (0..4)
+    let (store, _, agent, session) = fixture(&path);
+    let definition = store.agent(A, &agent).unwrap().unwrap();
+    let own: Vec<(String, String)> = (0..4)
         .map(|w| {
+            let account = format!("acct-w{w}");
+            let agent = store
+                .create_agent(
+                    &account,
+                    &NewAgent {
+                        definition: AgentDefinition::default(),
+                        state_dir: format!("{}-{w}", definition.state_dir),
+                        public_read: false,
+                        public_chat: false,
+                    },
+                )
+                .unwrap();
+            let session = store
+                .create_session(
+                    &account,
+                    &NewSession {
+                        agent_id: agent.id,
+                        ..NewSession::default()
+                    },
+                )
+                .unwrap();
+            (account, session.id)
+        })
+        .collect();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = own
+        .iter()
+        .enumerate()
+        .map(|(w, (account, own_session))| {
             std::process::Command::new(&exe)
                 .args([
                     "--exact",
@@ -281,6 +322,7 @@ fn four_processes_appending_to_one_session_get_contiguous_seqs() {
                 .env(CHILD_DB, &path)
                 .env(CHILD_SESSION, &session)
                 .env(CHILD_WRITER, format!("process-{w}"))
+                .env(CHILD_OWN, format!("{account}/{own_session}"))
                 .stdout(std::process::Stdio::null())
                 .spawn()
                 .unwrap()
@@ -290,6 +332,15 @@ fn four_processes_appending_to_one_session_get_contiguous_seqs() {
         assert!(child.wait().unwrap().success(), "a child process failed");
     }
     assert_contiguous(&store, &session, 4);
+    for (account, own_session) in &own {
+        let seqs: Vec<i64> = store
+            .events_after(account, own_session, 0, None)
+            .unwrap()
+            .iter()
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(seqs, (1..=PER_WRITER).collect::<Vec<_>>(), "{account}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

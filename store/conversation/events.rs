@@ -17,6 +17,11 @@
 //! - the session's `updated_at` moves with every append, so the session list surfaces active
 //!   chats; the agent's `updated_at` does not (see [`crate::agents`]).
 //!
+//! On PostgreSQL an append holds its account's write lock (`Store::write_account`) rather
+//! than the store's: every row it reads or writes is the account's (the session, its events, its
+//! agent), so appends of different accounts run at once on several nodes, while two appends of
+//! one account, and every store-wide write, still run one at a time.
+//!
 //! Every read and write names the session's account: a session of another account is refused
 //! exactly like an unknown one (an append is [`Error::NotFound`], a replay is empty), folded into
 //! the statement the call runs anyway, so the check costs no extra round trip.
@@ -209,7 +214,9 @@ impl Store {
         session_id: &str,
         event: &SessionEventPayload,
     ) -> Result<Appended> {
-        let appended = self.write(|tx, now| append_event(tx, now, account_id, session_id, event));
+        let appended = self.write_account(account_id, |tx, now| {
+            append_event(tx, now, account_id, session_id, event)
+        });
         self.audit_refused(account_id, appended)
     }
 
@@ -249,7 +256,7 @@ impl Store {
         if events.is_empty() {
             return Err(invalid("events", "must hold at least one event"));
         }
-        let appended = self.write(|tx, now| {
+        let appended = self.write_account(account_id, |tx, now| {
             events
                 .iter()
                 .map(|event| append_event(tx, now, account_id, session_id, event))

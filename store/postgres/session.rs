@@ -23,6 +23,18 @@ use std::sync::{Arc, Condvar, Mutex};
 /// The advisory lock key of the store's write transactions ("seed-agents-write", truncated).
 const WRITE_LOCK: i64 = 0x7365_6564_5f77_7269;
 
+/// The first key of the two-key advisory locks that account-scoped writes take ("seed"), a lock
+/// space of its own beside the one-key locks.
+const ACCOUNT_LOCK_CLASS: i32 = 0x7365_6564;
+
+/// The second key of `account_id`'s lock: the first four bytes of its SHA-256, the same on every
+/// node (two accounts sharing a key only wait for each other).
+fn account_key(account_id: &str) -> i32 {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(account_id.as_bytes());
+    i32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]])
+}
+
 /// A prepared statement's key: its static text's address and length, and its parameter types.
 type StatementKey = (usize, usize, Vec<u32>);
 
@@ -494,13 +506,24 @@ impl Pool {
         self.freed.notify_one();
     }
 
-    /// Runs `op` in one write transaction holding the store's write lock, committing when it
-    /// returns `Ok` and rolling back otherwise.
-    pub(crate) fn write<T>(&self, op: impl FnOnce(&Session) -> Result<T>) -> Result<T> {
+    /// Runs `op` in one write transaction, committing when it returns `Ok` and rolling back
+    /// otherwise. It holds the store's write lock, or, for an operation on `account`'s rows only,
+    /// that lock shared and the account's own lock: writes of different accounts then run at
+    /// once, and a store-wide write still waits for all of them (and they for it).
+    pub(crate) fn write<T>(
+        &self,
+        account: Option<&str>,
+        op: impl FnOnce(&Session) -> Result<T>,
+    ) -> Result<T> {
         let mut lease = self.get()?;
-        lease.begin(&format!(
-            "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
-        ))?;
+        lease.begin(&match account {
+            None => format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"),
+            Some(account) => format!(
+                "BEGIN; SELECT pg_advisory_xact_lock_shared({WRITE_LOCK}), \
+                 pg_advisory_xact_lock({ACCOUNT_LOCK_CLASS}, {})",
+                account_key(account)
+            ),
+        })?;
         let value = op(lease.session())?; // an error drops the lease, which rolls back
         lease.commit()?;
         self.writes.fetch_add(1, Ordering::Relaxed);

@@ -1,0 +1,170 @@
+//! Which writes wait for which on PostgreSQL, on a real server: an append holds its account's
+//! lock and the store's write lock shared, so another node's append for another account goes
+//! through while one for the same account, and every store-wide write, waits.
+//!
+//! Another node in the middle of an append is played by a plain client holding the locks such an
+//! append holds, by the rule the store documents (`store/postgres/session.rs`); a test that waits
+//! watches `pg_locks` for the waiter, so nothing here depends on timing.
+
+mod backend;
+mod postgres_common;
+
+use postgres_common::TempDb;
+use seed_agents_store::agents::NewAgent;
+use seed_agents_store::payload::{AgentDefinition, MessageEvent, SessionEventPayload};
+use seed_agents_store::sessions::NewSession;
+use seed_agents_store::Store;
+use sha2::Digest;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The store's write lock (one key).
+const WRITE_LOCK: i64 = 0x7365_6564_5f77_7269;
+/// The class of the accounts' locks (the first of two keys).
+const ACCOUNT_LOCK_CLASS: i32 = 0x7365_6564;
+
+/// The second key of `account`'s lock: the first four bytes of its SHA-256.
+fn account_key(account: &str) -> i32 {
+    let digest = sha2::Sha256::digest(account.as_bytes());
+    i32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]])
+}
+
+fn session_of(store: &Store, account: &str) -> String {
+    let agent = store
+        .create_agent(
+            account,
+            &NewAgent {
+                definition: AgentDefinition::default(),
+                state_dir: format!("/srv/agents/{account}"),
+                public_read: false,
+                public_chat: false,
+            },
+        )
+        .unwrap();
+    store
+        .create_session(
+            account,
+            &NewSession {
+                agent_id: agent.id,
+                ..NewSession::default()
+            },
+        )
+        .unwrap()
+        .id
+}
+
+fn event(text: &str) -> SessionEventPayload {
+    MessageEvent::user(text).into()
+}
+
+/// Runs `f` on its own thread; its result arrives on the receiver.
+fn start<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> mpsc::Receiver<T> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx
+}
+
+/// Waits until `n` connections to the database wait for an advisory lock.
+fn await_waiters(client: &mut postgres::Client, n: i64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let waiting: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
+                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if waiting == n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{waiting} connections wait for a lock, not {n}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn an_append_waits_only_for_its_own_account_and_for_store_wide_writes() {
+    let Some(db) = TempDb::new("locks_accounts") else {
+        return;
+    };
+    let store = Store::open(&db.url).unwrap();
+    let mine = session_of(&store, "acct-a");
+    let theirs = session_of(&store, "acct-b");
+
+    // Another node, half way through an append for acct-a.
+    let mut node = db.client();
+    let mut append = node.transaction().unwrap();
+    append
+        .execute(
+            "SELECT pg_advisory_xact_lock_shared($1), pg_advisory_xact_lock($2, $3)",
+            &[&WRITE_LOCK, &ACCOUNT_LOCK_CLASS, &account_key("acct-a")],
+        )
+        .unwrap();
+
+    // acct-b's append does not wait for it.
+    let other = {
+        let (store, session) = (store.clone(), theirs.clone());
+        start(move || store.append_event("acct-b", &session, &event("b")))
+    };
+    let appended = other
+        .recv_timeout(Duration::from_secs(60))
+        .expect("an append for another account waited for acct-a's")
+        .unwrap();
+    assert_eq!(appended.seq, 1);
+
+    // acct-a's own append and a store-wide write do.
+    let same = {
+        let (store, session) = (store.clone(), mine.clone());
+        start(move || store.append_event("acct-a", &session, &event("a")))
+    };
+    let wide = {
+        let store = store.clone();
+        start(move || store.touch_account("acct-c"))
+    };
+    let mut watcher = db.client();
+    await_waiters(&mut watcher, 2);
+    assert!(same.try_recv().is_err() && wide.try_recv().is_err());
+
+    append.commit().unwrap();
+    assert_eq!(same.recv().unwrap().unwrap().seq, 1);
+    wide.recv().unwrap().unwrap();
+}
+
+/// A store-wide write in progress holds every append back, of every account.
+#[test]
+fn a_store_wide_write_holds_every_append_back() {
+    let Some(db) = TempDb::new("locks_store_wide") else {
+        return;
+    };
+    let store = Store::open(&db.url).unwrap();
+    let sessions = [session_of(&store, "acct-a"), session_of(&store, "acct-b")];
+
+    let mut node = db.client();
+    let mut write = node.transaction().unwrap();
+    write
+        .execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
+        .unwrap();
+    let appends: Vec<_> = ["acct-a", "acct-b"]
+        .into_iter()
+        .zip(sessions)
+        .map(|(account, session)| {
+            let store = store.clone();
+            start(move || store.append_event(account, &session, &event(account)))
+        })
+        .collect();
+    let mut watcher = db.client();
+    await_waiters(&mut watcher, 2);
+    assert!(appends.iter().all(|a| a.try_recv().is_err()));
+
+    write.commit().unwrap();
+    for append in appends {
+        assert_eq!(append.recv().unwrap().unwrap().seq, 1);
+    }
+}
