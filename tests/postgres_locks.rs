@@ -1,6 +1,7 @@
-//! Which writes wait for which on PostgreSQL, on a real server: an append holds its account's
-//! lock and the store's write lock shared, so another node's append for another account goes
-//! through while one for the same account, and every store-wide write, waits.
+//! Which writes wait for which on PostgreSQL, on a real server: an append to the Log or to a
+//! run's journal holds its account's lock and the store's write lock shared, so another node's
+//! append for another account goes through while one for the same account, and every
+//! store-wide write, waits.
 //!
 //! Another node in the middle of an append is played by a plain client holding the locks such an
 //! append holds, by the rule the store documents (`store/postgres/session.rs`); a test that waits
@@ -11,7 +12,13 @@ mod postgres_common;
 
 use postgres_common::TempDb;
 use seed_agents_store::agents::NewAgent;
-use seed_agents_store::payload::{AgentDefinition, MessageEvent, SessionEventPayload};
+use seed_agents_store::lease::Claim;
+use seed_agents_store::payload::{
+    AgentDefinition, JournalEntryBody, MessageEvent, OpenMap, SessionEventPayload,
+    WorkflowJournalEntry,
+};
+use seed_agents_store::runs::NewRun;
+use seed_agents_store::schema::runs::{Kind, Origin};
 use seed_agents_store::sessions::NewSession;
 use seed_agents_store::Store;
 use sha2::Digest;
@@ -51,6 +58,23 @@ fn session_of(store: &Store, account: &str) -> String {
         )
         .unwrap()
         .id
+}
+
+/// A workflow run of `account`, claimed: the claim a worker journals under.
+fn claimed_run(store: &Store, account: &str) -> Claim {
+    let run = store
+        .enqueue_run(&NewRun::new(account, Kind::Workflow, Origin::Workflow, "w"))
+        .unwrap();
+    let row = store.claim_run(account, &run.id, "node").unwrap().unwrap();
+    Claim::of(&row).unwrap()
+}
+
+fn log_entry() -> WorkflowJournalEntry {
+    WorkflowJournalEntry::Log(JournalEntryBody {
+        call_seq: 1,
+        key: None,
+        extra: OpenMap::new(),
+    })
 }
 
 fn event(text: &str) -> SessionEventPayload {
@@ -97,6 +121,8 @@ fn an_append_waits_only_for_its_own_account_and_for_store_wide_writes() {
     let store = Store::open(&db.url).unwrap();
     let mine = session_of(&store, "acct-a");
     let theirs = session_of(&store, "acct-b");
+    let my_run = claimed_run(&store, "acct-a");
+    let their_run = claimed_run(&store, "acct-b");
 
     // Another node, half way through an append for acct-a.
     let mut node = db.client();
@@ -118,8 +144,17 @@ fn an_append_waits_only_for_its_own_account_and_for_store_wide_writes() {
         .expect("an append for another account waited for acct-a's")
         .unwrap();
     assert_eq!(appended.seq, 1);
+    let journaled = {
+        let store = store.clone();
+        start(move || store.append_journal(&their_run, &log_entry()))
+    };
+    let seq = journaled
+        .recv_timeout(Duration::from_secs(60))
+        .expect("a journal append for another account waited for acct-a's")
+        .unwrap();
+    assert_eq!(seq, 1);
 
-    // acct-a's own append and a store-wide write do.
+    // acct-a's own appends and a store-wide write do.
     let same = {
         let (store, session) = (store.clone(), mine.clone());
         start(move || store.append_event("acct-a", &session, &event("a")))
@@ -128,12 +163,18 @@ fn an_append_waits_only_for_its_own_account_and_for_store_wide_writes() {
         let store = store.clone();
         start(move || store.touch_account("acct-c"))
     };
+    let same_journal = {
+        let store = store.clone();
+        start(move || store.append_journal(&my_run, &log_entry()))
+    };
     let mut watcher = db.client();
-    await_waiters(&mut watcher, 2);
+    await_waiters(&mut watcher, 3);
     assert!(same.try_recv().is_err() && wide.try_recv().is_err());
+    assert!(same_journal.try_recv().is_err());
 
     append.commit().unwrap();
     assert_eq!(same.recv().unwrap().unwrap().seq, 1);
+    assert_eq!(same_journal.recv().unwrap().unwrap(), 1);
     wide.recv().unwrap().unwrap();
 }
 

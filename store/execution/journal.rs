@@ -135,8 +135,10 @@ impl Store {
     /// failed with `journal-cap` and nothing is appended), [`Error::LeaseLost`] when `claim` no
     /// longer holds the run, [`Error::NotFound`] when it is not in the account.
     pub fn append_journal(&self, claim: &Claim, entry: &WorkflowJournalEntry) -> Result<i64> {
-        // Committed even when capped: the run's failure is part of the outcome.
-        let appended = self.write(|tx, now| {
+        // Committed even when capped: the run's failure is part of the outcome. Every row it
+        // touches is the account's (the run, its journal, and on a cap its parent and session),
+        // so on PostgreSQL it waits only for that account's writes and store-wide ones.
+        let appended = self.write_account(&claim.account_id, |tx, now| {
             // The lease alone decides; the hot path never decodes the whole row.
             let lease = query!(
                 "SELECT status, lease_owner, attempt FROM runs WHERE account_id = ?1 AND id = ?2",
