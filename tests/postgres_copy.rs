@@ -164,7 +164,7 @@ fn the_cli_copies_a_file_behind_and_leaves_no_snapshot_behind() {
     let dir = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let path = ts_file(dir.path());
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_seed-agents-db"))
+    let out = cli_common::command(dir.path())
         .args(["copy", "--from", path.to_str().unwrap(), "--to", &db.url])
         .env("TMPDIR", tmp.path())
         .output()

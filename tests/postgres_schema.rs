@@ -3,6 +3,7 @@
 //! exactly once.
 
 mod backend;
+mod cli_common;
 mod postgres_common;
 
 use postgres_common::{contents, TempDb};
@@ -334,4 +335,61 @@ fn durability_is_every_connections_synchronous_commit() {
     assert_eq!(setting(&store), "off");
     store.set_durability(Durability::Full).unwrap();
     assert_eq!(setting(&store), "on");
+}
+
+/// The CLI on a PostgreSQL database, named by `--db-url` or by `SEED_AGENTS_DB_URL`: `status`
+/// judges without writing, `open` installs, and a database from a newer binary is refused with
+/// exit 3 and left as it was.
+#[test]
+fn the_cli_takes_a_database_url_from_the_flag_or_the_environment() {
+    let Some(db) = TempDb::new("cli_db_url") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // By the environment variable alone.
+    let by_env = |args: &[&str]| {
+        cli_common::command(dir.path())
+            .args(args)
+            .env("SEED_AGENTS_DB_URL", &db.url)
+            .output()
+            .unwrap()
+    };
+    let out = cli_common::run(dir.path(), &["--json", "--db-url", &db.url, "status"], None);
+    assert!(out.status.success(), "{}", cli_common::stderr(&out));
+    assert_eq!(cli_common::json(&out)["state"], "empty");
+    assert_eq!(
+        Database::connect(&db.url).unwrap().inspect().unwrap(),
+        State::Fresh
+    );
+
+    let out = by_env(&["open"]);
+    assert!(out.status.success(), "{}", cli_common::stderr(&out));
+    assert!(
+        cli_common::stdout(&out).contains(&format!(
+            "fresh install at version {}",
+            schema::SCHEMA_VERSION
+        )),
+        "{}",
+        cli_common::stdout(&out)
+    );
+    let out = by_env(&["--json", "status"]);
+    let doc = cli_common::json(&out);
+    assert_eq!(
+        (doc["state"].as_str(), doc["version"].as_u64()),
+        (Some("verified"), Some(u64::from(schema::SCHEMA_VERSION)))
+    );
+    // No SQLite file was made on the way.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+    let mut client = db.client();
+    set_version(&mut client, "99");
+    let before = contents(&mut client);
+    let out = cli_common::run(dir.path(), &["--db-url", &db.url, "open"], None);
+    assert_eq!(out.status.code(), Some(3), "{}", cli_common::stderr(&out));
+    assert!(
+        cli_common::stderr(&out).contains("newer than this binary"),
+        "{}",
+        cli_common::stderr(&out)
+    );
+    assert_eq!(contents(&mut client), before);
 }

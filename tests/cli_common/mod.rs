@@ -3,12 +3,20 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// Runs the binary in `cwd` with `args`, `SEED_AGENTS_DB_PATH` set to `env` (unset when `None`).
-pub fn run(cwd: &Path, args: &[&str], env: Option<&str>) -> Output {
+/// The binary, to run in `cwd`, with neither `SEED_AGENTS_DB_PATH` nor `SEED_AGENTS_DB_URL`
+/// from the test's own environment.
+pub fn command(cwd: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_seed-agents-db"));
     cmd.current_dir(cwd)
-        .args(args)
-        .env_remove("SEED_AGENTS_DB_PATH");
+        .env_remove("SEED_AGENTS_DB_PATH")
+        .env_remove("SEED_AGENTS_DB_URL");
+    cmd
+}
+
+/// Runs the binary in `cwd` with `args`, `SEED_AGENTS_DB_PATH` set to `env` (unset when `None`).
+pub fn run(cwd: &Path, args: &[&str], env: Option<&str>) -> Output {
+    let mut cmd = command(cwd);
+    cmd.args(args);
     if let Some(p) = env {
         cmd.env("SEED_AGENTS_DB_PATH", p);
     }
