@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{event, seed_sessions, ACCOUNT};
+use common::{event, seed_sessions, seed_sessions_in, ACCOUNT};
 use criterion::{criterion_group, criterion_main, Criterion};
 use seed_agents_store::cbor::Cbor;
 use seed_agents_store::lease::Claim;
@@ -324,7 +324,10 @@ fn bench(c: &mut Criterion) {
                         "own_accounts" => format!("{name}-node-{w}"),
                         _ => format!("{name}-shared"),
                     };
-                    (account.clone(), session_in(store, &account))
+                    (
+                        account.clone(),
+                        seed_sessions_in(store, &account, 1).remove(0),
+                    )
                 })
                 .collect();
             let nodes: Vec<Store> = (0..WORKERS)
@@ -392,31 +395,6 @@ fn bench(c: &mut Criterion) {
 
 /// Appends per node in one iteration of `postgres_append_8_nodes`.
 const NODE_APPENDS: usize = 50;
-
-/// A new session of a new agent in `account`.
-fn session_in(store: &Store, account: &str) -> String {
-    let agent = store
-        .create_agent(
-            account,
-            &seed_agents_store::agents::NewAgent {
-                definition: Default::default(),
-                state_dir: format!("/d/{account}"),
-                public_read: false,
-                public_chat: false,
-            },
-        )
-        .unwrap();
-    store
-        .create_session(
-            account,
-            &seed_agents_store::sessions::NewSession {
-                agent_id: agent.id,
-                ..Default::default()
-            },
-        )
-        .unwrap()
-        .id
-}
 
 /// Runs [`WORKERS`] threads, each on its own handle, claiming and finishing until the queue is
 /// empty; the time from the start signal to the last finish.

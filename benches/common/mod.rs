@@ -51,9 +51,14 @@ pub fn setup(
 
 /// One agent and `sessions` top-level sessions in `store` (on either backend); their ids.
 pub fn seed_sessions(store: &Store, sessions: usize) -> Vec<String> {
+    seed_sessions_in(store, ACCOUNT, sessions)
+}
+
+/// [`seed_sessions`] in `account`.
+pub fn seed_sessions_in(store: &Store, account: &str, sessions: usize) -> Vec<String> {
     let agent = store
         .create_agent(
-            ACCOUNT,
+            account,
             &NewAgent {
                 definition: AgentDefinition::default(),
                 state_dir: "/d/agent".into(),
@@ -68,7 +73,7 @@ pub fn seed_sessions(store: &Store, sessions: usize) -> Vec<String> {
         ..NewSession::default()
     };
     (0..sessions)
-        .map(|_| store.create_session(ACCOUNT, &new).unwrap().id)
+        .map(|_| store.create_session(account, &new).unwrap().id)
         .collect()
 }
 
