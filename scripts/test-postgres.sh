@@ -16,7 +16,7 @@ suites=(
   execution_fencing execution_journal execution_node_races execution_plans execution_races
   execution_runs
   execution_triggers execution_ts_waits execution_waits
-  maintenance_prune audit_events account_isolation
+  maintenance_prune audit_chain audit_events account_isolation
   tools_continuations tools_documents tools_drafts tools_mcp
 )
 args=()

@@ -1,23 +1,34 @@
 //! The audit log's hash chain: `verify_audit_log` finds an edited, a deleted, a reordered and a
-//! cut-off row, each named by its seq, after raw SQL tampering on the file; pruning keeps the
-//! chain verifiable from its moved anchor and is off unless called.
+//! cut-off row, each named by its seq, after raw SQL tampering on the database (the file, or the
+//! PostgreSQL database); pruning keeps the chain verifiable from its moved anchor and is off
+//! unless called.
 
 mod tools_common;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
-use rusqlite::Connection;
 use seed_agents_store::audit::{AuditProblem, AuditReport, ProblemKind};
 use seed_agents_store::{Error, Store};
-use tools_common::{open, A};
+use tools_common::{backend, open, A};
 
-/// A store with `n` secret events (seq 1..=n), and a raw connection to tamper with.
+/// The database under a store, to tamper with behind its back.
+struct Raw(PathBuf);
+
+impl Raw {
+    /// Runs one statement, as written for SQLite, on whichever backend holds the store.
+    fn execute(&self, sql: &str) {
+        backend::exec(&self.0, sql, &[]);
+    }
+}
+
+/// A store with `n` secret events (seq 1..=n), and its database to tamper with.
 fn logged(
     n: usize,
 ) -> (
     tempfile::TempDir,
     Store,
-    Connection,
+    Raw,
     seed_agents_store::clock::ManualClock,
 ) {
     let (dir, store, clock) = open();
@@ -25,7 +36,7 @@ fn logged(
         store.set_secret(A, &format!("s{i}"), b"v", None).unwrap();
         clock.advance(1_000);
     }
-    let raw = Connection::open(dir.path().join("db.sqlite")).unwrap();
+    let raw = Raw(backend::location(dir.path(), "db.sqlite"));
     (dir, store, raw, clock)
 }
 
@@ -49,18 +60,13 @@ fn an_untouched_log_verifies_and_an_empty_one_too() {
 #[test]
 fn an_edited_row_is_found_by_its_seq() {
     let (_dir, store, raw, _clock) = logged(5);
-    raw.execute(
-        "UPDATE audit_events SET target = 'secret x' WHERE seq = 3",
-        [],
-    )
-    .unwrap();
+    raw.execute("UPDATE audit_events SET target = 'secret x' WHERE seq = 3");
     assert_eq!(
         problems(&store.verify_audit_log().unwrap()),
         [(3, ProblemKind::Edited)]
     );
     // An edit to a value outside the enum's set is a finding too, not a decoding error.
-    raw.execute("UPDATE audit_events SET outcome = 'fine' WHERE seq = 4", [])
-        .unwrap();
+    raw.execute("UPDATE audit_events SET outcome = 'fine' WHERE seq = 4");
     assert_eq!(
         problems(&store.verify_audit_log().unwrap()),
         [(3, ProblemKind::Edited), (4, ProblemKind::Edited)]
@@ -71,11 +77,7 @@ fn an_edited_row_is_found_by_its_seq() {
 fn an_edit_with_its_hash_recomputed_still_breaks_the_next_link() {
     let (_dir, store, raw, _clock) = logged(5);
     // Replace row 2's hash with row 4's: row 2 no longer matches, row 3 no longer chains.
-    raw.execute(
-        "UPDATE audit_events SET hash = (SELECT hash FROM audit_events WHERE seq = 4) WHERE seq = 2",
-        [],
-    )
-    .unwrap();
+    raw.execute("UPDATE audit_events SET hash = (SELECT hash FROM audit_events WHERE seq = 4) WHERE seq = 2");
     assert_eq!(
         problems(&store.verify_audit_log().unwrap()),
         [(2, ProblemKind::Edited), (3, ProblemKind::Unchained)]
@@ -85,8 +87,7 @@ fn an_edit_with_its_hash_recomputed_still_breaks_the_next_link() {
 #[test]
 fn a_deleted_row_is_found_by_its_seq() {
     let (_dir, store, raw, _clock) = logged(5);
-    raw.execute("DELETE FROM audit_events WHERE seq = 3", [])
-        .unwrap();
+    raw.execute("DELETE FROM audit_events WHERE seq = 3");
     let report = store.verify_audit_log().unwrap();
     assert_eq!(
         problems(&report),
@@ -98,8 +99,7 @@ fn a_deleted_row_is_found_by_its_seq() {
         "1 row(s) missing from seq 3"
     );
     // The oldest row too: the first retained row must follow the anchor.
-    raw.execute("DELETE FROM audit_events WHERE seq = 1", [])
-        .unwrap();
+    raw.execute("DELETE FROM audit_events WHERE seq = 1");
     assert_eq!(
         problems(&store.verify_audit_log().unwrap())[..2],
         [(1, ProblemKind::Missing), (2, ProblemKind::Unchained)]
@@ -109,12 +109,9 @@ fn a_deleted_row_is_found_by_its_seq() {
 #[test]
 fn reordered_rows_are_found_by_their_seqs() {
     let (_dir, store, raw, _clock) = logged(5);
-    raw.execute_batch(
-        "UPDATE audit_events SET seq = -2 WHERE seq = 2;
-         UPDATE audit_events SET seq = 2 WHERE seq = 4;
-         UPDATE audit_events SET seq = 4 WHERE seq = -2;",
-    )
-    .unwrap();
+    raw.execute("UPDATE audit_events SET seq = -2 WHERE seq = 2");
+    raw.execute("UPDATE audit_events SET seq = 2 WHERE seq = 4");
+    raw.execute("UPDATE audit_events SET seq = 4 WHERE seq = -2");
     assert_eq!(
         problems(&store.verify_audit_log().unwrap()),
         [
@@ -131,8 +128,7 @@ fn reordered_rows_are_found_by_their_seqs() {
 #[test]
 fn the_newest_rows_cut_off_are_found_from_the_head() {
     let (_dir, store, raw, _clock) = logged(5);
-    raw.execute("DELETE FROM audit_events WHERE seq >= 4", [])
-        .unwrap();
+    raw.execute("DELETE FROM audit_events WHERE seq >= 4");
     assert_eq!(
         store.verify_audit_log().unwrap().problems,
         [AuditProblem {
@@ -142,13 +138,12 @@ fn the_newest_rows_cut_off_are_found_from_the_head() {
         }]
     );
     // Moving the head back with the rows is still found: its hash is the deleted row's.
-    raw.execute("UPDATE audit_chain SET head_seq = 3", [])
-        .unwrap();
+    raw.execute("UPDATE audit_chain SET head_seq = 3");
     assert_eq!(
         problems(&store.verify_audit_log().unwrap()),
         [(3, ProblemKind::HeadMismatch)]
     );
-    raw.execute("DELETE FROM audit_chain", []).unwrap();
+    raw.execute("DELETE FROM audit_chain");
     assert_eq!(
         problems(&store.verify_audit_log().unwrap()),
         [(3, ProblemKind::HeadMismatch)]
@@ -158,11 +153,7 @@ fn the_newest_rows_cut_off_are_found_from_the_head() {
 #[test]
 fn appends_after_tampering_keep_the_finding() {
     let (_dir, store, raw, _clock) = logged(3);
-    raw.execute(
-        "UPDATE audit_events SET actor = 'mallory' WHERE seq = 2",
-        [],
-    )
-    .unwrap();
+    raw.execute("UPDATE audit_events SET actor = 'mallory' WHERE seq = 2");
     store.set_secret(A, "later", b"v", None).unwrap();
     let report = store.verify_audit_log().unwrap();
     assert_eq!(problems(&report), [(2, ProblemKind::Edited)]);
@@ -184,13 +175,10 @@ fn pruning_removes_the_oldest_rows_in_batches_and_the_rest_still_verifies() {
         (report.rows, report.anchor_seq, report.head_seq),
         (7, 6, 13)
     );
-    let prunes: Vec<String> = raw
-        .prepare("SELECT target FROM audit_events WHERE action = 'audit.prune' ORDER BY seq")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap();
+    let prunes = backend::query_strings(
+        &raw.0,
+        "SELECT target FROM audit_events WHERE action = 'audit.prune' ORDER BY seq",
+    );
     assert_eq!(
         prunes,
         [
@@ -200,8 +188,7 @@ fn pruning_removes_the_oldest_rows_in_batches_and_the_rest_still_verifies() {
         ]
     );
     // The first retained row is still checked against the anchor.
-    raw.execute("DELETE FROM audit_events WHERE seq = 7", [])
-        .unwrap();
+    raw.execute("DELETE FROM audit_events WHERE seq = 7");
     assert_eq!(
         problems(&store.verify_audit_log().unwrap()),
         [(7, ProblemKind::Missing), (8, ProblemKind::Unchained)]

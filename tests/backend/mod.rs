@@ -219,6 +219,26 @@ pub fn query_i64(location: &Path, sql: &str) -> i64 {
     client.query_one(&pg, &[]).unwrap().get(0)
 }
 
+/// The text column the SQLite statement `sql` (no parameters) selects, row by row, from the
+/// store at `location`, on whichever backend it is.
+pub fn query_strings(location: &Path, sql: &str) -> Vec<String> {
+    let url = location.to_str().unwrap_or("");
+    if !url.starts_with("postgres") {
+        let conn = rusqlite::Connection::open(location).expect("raw connection");
+        let mut stmt = conn.prepare(sql).unwrap();
+        let rows = stmt.query_map([], |r| r.get(0)).unwrap();
+        return rows.collect::<rusqlite::Result<_>>().unwrap();
+    }
+    let pg = seed_agents_codegen::postgres::translate(sql, 0, &Default::default()).unwrap();
+    let mut client = connect(url);
+    client
+        .query(&pg, &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
 /// Every row of every table not starting with `skip` (and none of SQLite's own), each row
 /// rendered as text and the rows sorted: what a test compares before and after calls that must
 /// change nothing. The rendering is each backend's own, so compare dumps of one backend only.
