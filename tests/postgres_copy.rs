@@ -154,6 +154,32 @@ fn a_store_behind_this_version_arrives_migrated_and_the_file_is_left_as_it_was()
     );
 }
 
+/// A file the gate refuses (one from a newer binary, say) is refused by the copy too, with
+/// nothing written to either side.
+#[test]
+fn a_source_the_gate_refuses_is_not_copied() {
+    let Some(db) = TempDb::new("copy_refused") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = ts_store(dir.path());
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE server_config SET value = '99' WHERE key = 'schema_migration_version'",
+            [],
+        )
+        .unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let err = copy(&path, &db.url).unwrap_err();
+    assert!(matches!(err, Error::Refused { .. }), "{err:?}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    assert_eq!(
+        Database::connect(&db.url).unwrap().inspect().unwrap(),
+        State::Fresh
+    );
+}
+
 /// The CLI on the version-11 file says that it copied a migrated snapshot, and removes that
 /// snapshot from the temporary directory.
 #[test]

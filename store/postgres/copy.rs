@@ -68,17 +68,19 @@ pub fn copy(from: &Path, to: &str) -> Result<CopyReport> {
     let latest = schema::SCHEMA_VERSION;
     let staged = Staged::new()?;
     // One look that leaves nothing beside the source, repeated if a writer changed it meanwhile.
+    // A source that claims this version (or nothing parseable) is judged by the read-only open
+    // below; only one behind is judged here, before its snapshot is taken.
     let version = crate::open::snapshot(from, |conn| {
-        let version = match crate::gate::inspect(conn, from)? {
-            crate::gate::State::At(v) => v,
-            // An empty file holds no store; the read-only open of the source says so.
-            crate::gate::State::Fresh => latest,
-        };
-        if version < latest {
-            staged.remove();
-            conn.execute("VACUUM INTO ?1", [staged.path.to_string_lossy()])
-                .map_err(|e| Error::from_sqlite(e, &staged.path))?;
+        let claimed = crate::gate::claimed_version(conn).and_then(|v| v.parse::<u32>().ok());
+        if claimed.is_none_or(|v| v >= latest) {
+            return Ok(latest);
         }
+        let crate::gate::State::At(version) = crate::gate::inspect(conn, from)? else {
+            return Ok(latest);
+        };
+        staged.remove();
+        conn.execute("VACUUM INTO ?1", [staged.path.to_string_lossy()])
+            .map_err(|e| Error::from_sqlite(e, &staged.path))?;
         Ok(version)
     })?;
     if version >= latest {
