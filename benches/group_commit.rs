@@ -1,58 +1,124 @@
 //! Group commit: durable appends (`synchronous=FULL`) from 1, 8, 32 and 128 concurrent threads,
-//! each to a session of its own (`distinct`) or all to one session (`one`), three ways:
+//! each to a session of its own (`distinct`) or all to one session (`one`), four ways:
 //!
-//! - `group`: one shared `Store` handle, its writer committing concurrent appends together
+//! - `store`: one shared `Store` handle, its writer committing concurrent appends together
 //!   (the default bounds);
-//! - `mutex`: today's design before the shared handle, a `Mutex<Store>` committing each append
-//!   alone (`group_commit(1, ..)`);
+//! - `plain group`: the plain group writer, about 60 lines of plain rusqlite ([`PlainGroup`]):
+//!   one writer thread runs every pending append in one transaction, and each caller waits for
+//!   its commit. The store is held to at least this;
 //! - `plain`: plain rusqlite, a `Mutex<Connection>` running the same statements by hand, one
-//!   append per `BEGIN IMMEDIATE` transaction (the floor of one fsync per append).
+//!   append per `BEGIN IMMEDIATE` transaction (the floor of one fsync per append);
+//! - `plain normal`: `plain` at `synchronous=NORMAL` (no fsync per commit): what durability
+//!   costs.
 //!
 //! Criterion reports the time of one round (every thread's appends) and appends/s. Each append's
 //! own latency (waiting for the lock or the batch included) is recorded too, and a table of
-//! appends/s, p50 and p99 per case, with the ratio to `plain`, is printed at the end. Before
-//! criterion, `single caller` alternates the three ways call by call, one thread, and prints the
-//! ratio of the medians: group commit must cost a lone caller nothing (target at most 1.05).
+//! appends/s, p50 and p99 per case, with the ratios to `plain group` and `plain normal`, is
+//! printed at the end. Before criterion, `single caller` alternates the store and `plain` call by
+//! call, one thread, and prints the ratio of the medians: group commit must cost a lone caller
+//! nothing (target at most 1.05); then `interleaved` alternates the store and `plain group`
+//! round by round and prints the median of the per-repetition ratios, the figure held against
+//! the target of 1.0 (criterion's consecutive samples drift with the machine by ±10%).
 
 mod common;
 
-use common::{event, median, now_ms, plain_append, setup, setup_plain, ACCOUNT};
+use common::{
+    event, median, now_ms, plain_append, plain_append_statements, setup, setup_plain, ACCOUNT,
+};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rusqlite::Connection;
 use seed_agents_store::Store;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Barrier, Mutex};
+use std::sync::{mpsc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 const CONCURRENCY: [usize; 4] = [1, 8, 32, 128];
 
-/// The three ways to append, each on a database of its own.
+/// An append for the plain group writer: the session, the encoded event and where to say that
+/// its batch committed.
+type Job = (String, Vec<u8>, mpsc::SyncSender<()>);
+
+/// The plain group writer: a writer thread takes every append pending, runs them in one
+/// `BEGIN IMMEDIATE` transaction and tells each caller once it committed.
+struct PlainGroup {
+    jobs: mpsc::Sender<Job>,
+    /// Batches committed and the appends they held.
+    stats: std::sync::Arc<(AtomicUsize, AtomicUsize)>,
+}
+
+impl PlainGroup {
+    fn new(mut conn: Connection) -> PlainGroup {
+        let (jobs, pending) = mpsc::channel::<Job>();
+        let stats = std::sync::Arc::new((AtomicUsize::new(0), AtomicUsize::new(0)));
+        let counted = stats.clone();
+        let writer = std::thread::Builder::new().name("plain-writer".into());
+        writer
+            .spawn(move || {
+                while let Ok(first) = pending.recv() {
+                    let batch: Vec<Job> =
+                        std::iter::once(first).chain(pending.try_iter()).collect();
+                    let tx = conn
+                        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                        .unwrap();
+                    let now = now_ms();
+                    for (session, bytes, _) in &batch {
+                        plain_append_statements(&tx, now, session, bytes);
+                    }
+                    tx.commit().unwrap();
+                    counted.0.fetch_add(1, Ordering::Relaxed);
+                    counted.1.fetch_add(batch.len(), Ordering::Relaxed);
+                    for (_, _, done) in batch {
+                        let _ = done.send(());
+                    }
+                }
+            })
+            .unwrap();
+        PlainGroup { jobs, stats }
+    }
+
+    /// (batches, appends) committed so far.
+    fn stats(&self) -> (u64, u64) {
+        let (batches, appends) = &*self.stats;
+        (
+            batches.load(Ordering::Relaxed) as u64,
+            appends.load(Ordering::Relaxed) as u64,
+        )
+    }
+
+    fn append(&self, session: &str, event: &seed_agents_store::payload::SessionEventPayload) {
+        let bytes = serde_ipld_dagcbor::to_vec(event).unwrap();
+        let (done, committed) = mpsc::sync_channel(1);
+        self.jobs.send((session.to_owned(), bytes, done)).unwrap();
+        committed.recv().unwrap();
+    }
+}
+
+/// The four ways to append, each on a database of its own.
 enum Way {
-    Group(Store),
-    Mutex(Mutex<Store>),
+    Store(Store),
+    PlainGroup(PlainGroup),
     Plain(Mutex<Connection>),
+    PlainNormal(Mutex<Connection>),
 }
 
 impl Way {
     fn name(&self) -> &'static str {
         match self {
-            Way::Group(_) => "group",
-            Way::Mutex(_) => "mutex",
+            Way::Store(_) => "store",
+            Way::PlainGroup(_) => "plain group",
             Way::Plain(_) => "plain",
+            Way::PlainNormal(_) => "plain normal",
         }
     }
 
     fn append(&self, session: &str, i: usize) {
         let event = event(i);
         match self {
-            Way::Group(store) => {
+            Way::Store(store) => {
                 store.append_event(ACCOUNT, session, &event).unwrap();
             }
-            Way::Mutex(store) => {
-                let store = store.lock().unwrap();
-                store.append_event(ACCOUNT, session, &event).unwrap();
-            }
-            Way::Plain(conn) => {
+            Way::PlainGroup(group) => group.append(session, &event),
+            Way::Plain(conn) | Way::PlainNormal(conn) => {
                 let mut conn = conn.lock().unwrap();
                 plain_append(&mut conn, now_ms(), session, &event);
             }
@@ -81,17 +147,21 @@ fn round(
     std::thread::scope(|s| {
         for t in 0..threads {
             let (start, session) = (&start, &sessions[if distinct { t } else { 0 }]);
-            s.spawn(move || {
-                let mut own = Vec::with_capacity(n);
-                start.wait();
-                for _ in 0..n {
-                    let i = counter.fetch_add(1, Ordering::Relaxed);
-                    let began = Instant::now();
-                    way.append(session, i);
-                    own.push(began.elapsed());
-                }
-                latencies.lock().unwrap().extend(own);
-            });
+            // Named after the way, so that a profile tells the callers' time apart.
+            let caller = std::thread::Builder::new().name(way.name().replace(' ', "-"));
+            caller
+                .spawn_scoped(s, move || {
+                    let mut own = Vec::with_capacity(n);
+                    start.wait();
+                    for _ in 0..n {
+                        let i = counter.fetch_add(1, Ordering::Relaxed);
+                        let began = Instant::now();
+                        way.append(session, i);
+                        own.push(began.elapsed());
+                    }
+                    latencies.lock().unwrap().extend(own);
+                })
+                .unwrap();
         }
         start.wait();
         let began = Instant::now();
@@ -114,8 +184,8 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-/// One thread, the three ways alternating call by call (the order rotating every round).
-fn single_caller(ways: &[Way], sessions: &[Vec<String>]) {
+/// One thread, the store and `plain` alternating call by call (the order rotating every round).
+fn single_caller(ways: &[&Way], sessions: &[&Vec<String>]) {
     const ROUNDS: usize = 1_500;
     let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(ROUNDS); ways.len()];
     for r in 0..ROUNDS {
@@ -127,41 +197,116 @@ fn single_caller(ways: &[Way], sessions: &[Vec<String>]) {
         }
     }
     let medians: Vec<Duration> = times.into_iter().map(median).collect();
-    let plain = medians[2].as_secs_f64();
+    let plain = medians[medians.len() - 1].as_secs_f64();
     for (way, m) in ways.iter().zip(&medians) {
         eprintln!(
-            "single caller {}: median {m:?}, {:.0} appends/s, {:.3} x plain, {:.3} x mutex",
+            "single caller {}: median {m:?}, {:.0} appends/s, {:.3} x plain",
             way.name(),
             1.0 / m.as_secs_f64(),
             m.as_secs_f64() / plain,
-            m.as_secs_f64() / medians[1].as_secs_f64(),
         );
     }
+}
+
+/// The store against the plain group writer, the sides interleaved round by round (the order
+/// alternating) so that drift of the machine falls on both, and the ratio taken within each
+/// repetition: prints the median ratio of appends/s and the p99 of each side.
+fn interleaved(ways: [&Way; 2], sessions: [&[String]; 2], counter: &AtomicUsize) {
+    const REPETITIONS: usize = 30;
+    eprintln!(
+        "\nstore against plain group, interleaved, {REPETITIONS} repetitions of one round each:"
+    );
+    for distinct in [true, false] {
+        for threads in [8, 32, 128] {
+            let latencies = [Mutex::new(Vec::new()), Mutex::new(Vec::new())];
+            let mut ratios = Vec::with_capacity(REPETITIONS);
+            for r in 0..REPETITIONS {
+                let mut took = [Duration::ZERO; 2];
+                for k in 0..2 {
+                    let w = (r + k) % 2;
+                    took[w] = round(
+                        ways[w],
+                        sessions[w],
+                        threads,
+                        distinct,
+                        counter,
+                        &latencies[w],
+                    );
+                }
+                // Same appends on both sides: the ratio of appends/s is the inverse of times.
+                ratios.push(took[1].as_secs_f64() / took[0].as_secs_f64());
+            }
+            ratios.sort_by(f64::total_cmp);
+            let p99 = |l: &Mutex<Vec<Duration>>| {
+                let mut all = l.lock().unwrap().clone();
+                all.sort();
+                percentile(&all, 0.99)
+            };
+            let (store_p99, group_p99) = (p99(&latencies[0]), p99(&latencies[1]));
+            eprintln!(
+                "{threads:>3} threads, {:>8}: store / plain group {:.2} x appends/s (median; \
+                 quartiles {:.2} to {:.2}), p99 {store_p99:.3?} / {group_p99:.3?} = {:.2} x",
+                if distinct { "distinct" } else { "one" },
+                ratios[REPETITIONS / 2],
+                ratios[REPETITIONS / 4],
+                ratios[3 * REPETITIONS / 4],
+                store_p99.as_secs_f64() / group_p99.as_secs_f64(),
+            );
+        }
+    }
+}
+
+/// With this variable set to `store` or `plain-group`, the bench only runs that way's appends
+/// and exits: the run to count instructions with (`valgrind --tool=callgrind`), where the
+/// machine's noise is larger than the difference between the two. Example:
+/// `GROUP_COMMIT_COUNT=store valgrind --tool=callgrind target/release/deps/group_commit-*`.
+const COUNT_ONLY: &str = "GROUP_COMMIT_COUNT";
+
+/// Rounds of 32 threads, own sessions, through one way (`GROUP_COMMIT_COUNT_ROUNDS`, default 4:
+/// the difference between two counts with different rounds leaves out the setup).
+fn count_only(way: &str, ways: &[Way], sessions: &[Vec<String>], counter: &AtomicUsize) {
+    let rounds: usize = std::env::var("GROUP_COMMIT_COUNT_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(4);
+    let i = ways
+        .iter()
+        .position(|w| w.name().replace(' ', "-") == way)
+        .unwrap_or_else(|| panic!("{COUNT_ONLY}: no way named {way}"));
+    let latencies = Mutex::new(Vec::new());
+    for _ in 0..rounds {
+        round(&ways[i], &sessions[i], 32, true, counter, &latencies);
+    }
+    eprintln!("{way}: {} appends", latencies.into_inner().unwrap().len());
 }
 
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let max = CONCURRENCY[CONCURRENCY.len() - 1];
-    let (group, group_sessions) = setup(&dir, "group.sqlite", "FULL", max);
-    let (mutex, mutex_sessions) = setup(&dir, "mutex.sqlite", "FULL", max);
-    // Today's design: every append its own transaction, behind one lock.
-    let path = mutex.path().to_owned();
-    drop(mutex);
-    let mutex = Store::options()
-        .group_commit(1, Duration::ZERO)
-        .open(&path)
-        .unwrap();
+    let (store, store_sessions) = setup(&dir, "store.sqlite", "FULL", max);
+    let (plain_group, plain_group_sessions) = setup_plain(&dir, "group.sqlite", "FULL", max);
     let (plain, plain_sessions) = setup_plain(&dir, "plain.sqlite", "FULL", max);
+    let (normal, normal_sessions) = setup_plain(&dir, "normal.sqlite", "NORMAL", max);
     let ways = [
-        Way::Group(group),
-        Way::Mutex(Mutex::new(mutex)),
+        Way::Store(store),
+        Way::PlainGroup(PlainGroup::new(plain_group)),
         Way::Plain(Mutex::new(plain)),
+        Way::PlainNormal(Mutex::new(normal)),
     ];
-    let sessions = [group_sessions, mutex_sessions, plain_sessions];
-
-    single_caller(&ways, &sessions);
+    let sessions = [
+        store_sessions,
+        plain_group_sessions,
+        plain_sessions,
+        normal_sessions,
+    ];
 
     let counter = AtomicUsize::new(0);
+    if let Ok(way) = std::env::var(COUNT_ONLY) {
+        return count_only(&way, &ways, &sessions, &counter);
+    }
+    single_caller(&[&ways[0], &ways[2]], &[&sessions[0], &sessions[2]]);
+    interleaved([&ways[0], &ways[1]], [&sessions[0], &sessions[1]], &counter);
+
     let mut cases = Vec::new();
     for distinct in [true, false] {
         for threads in CONCURRENCY {
@@ -174,10 +319,15 @@ fn bench(c: &mut Criterion) {
             for (way, sessions) in ways.iter().zip(&sessions) {
                 let latencies = Mutex::new(Vec::new());
                 let mut measured = Duration::ZERO;
-                let before = match way {
-                    Way::Group(store) => Some(store.commit_stats()),
+                let stats = || match way {
+                    Way::Store(store) => {
+                        let s = store.commit_stats();
+                        Some((s.batches, s.operations))
+                    }
+                    Way::PlainGroup(group) => Some(group.stats()),
                     _ => None,
                 };
+                let before = stats();
                 g.bench_function(way.name(), |b| {
                     b.iter_custom(|iters| {
                         let total: Duration = (0..iters)
@@ -187,13 +337,9 @@ fn bench(c: &mut Criterion) {
                         total
                     })
                 });
-                let batch = match (way, before) {
-                    (Way::Group(store), Some(before)) => {
-                        let after = store.commit_stats();
-                        Some(
-                            (after.operations - before.operations) as f64
-                                / (after.batches - before.batches) as f64,
-                        )
+                let batch = match (before, stats()) {
+                    (Some(before), Some(after)) => {
+                        Some((after.1 - before.1) as f64 / (after.0 - before.0) as f64)
                     }
                     _ => None,
                 };
@@ -203,7 +349,7 @@ fn bench(c: &mut Criterion) {
                 }
                 all.sort();
                 cases.push(Case {
-                    label: format!("{threads:>3} threads, {target:>8}, {:>5}", way.name()),
+                    label: format!("{threads:>3} threads, {target:>8}, {:>12}", way.name()),
                     batch,
                     appends_per_s: all.len() as f64 / measured.as_secs_f64(),
                     p50: percentile(&all, 0.50),
@@ -214,22 +360,26 @@ fn bench(c: &mut Criterion) {
         }
     }
     eprintln!("\ngroup commit, synchronous=FULL: appends/s, per-append p50 and p99");
-    for three in cases.chunks(3) {
-        let plain = three[three.len() - 1].appends_per_s;
-        for case in three {
+    for four in cases.chunks(4) {
+        let [store, group, _, normal] = four else {
+            continue; // a case filtered out on the command line
+        };
+        for case in four {
             let batch = case
                 .batch
                 .map(|b| format!(", {b:.1} appends per commit"))
                 .unwrap_or_default();
             eprintln!(
-                "{}: {:>8.0} appends/s ({:>5.2} x plain), p50 {:>9.3?}, p99 {:>9.3?}{batch}",
-                case.label,
-                case.appends_per_s,
-                case.appends_per_s / plain,
-                case.p50,
-                case.p99
+                "{}: {:>8.0} appends/s, p50 {:>9.3?}, p99 {:>9.3?}{batch}",
+                case.label, case.appends_per_s, case.p50, case.p99
             );
         }
+        eprintln!(
+            "  store / plain group: {:.2} x appends/s, {:.2} x p99; store / plain normal: {:.2} x",
+            store.appends_per_s / group.appends_per_s,
+            store.p99.as_secs_f64() / group.p99.as_secs_f64(),
+            store.appends_per_s / normal.appends_per_s,
+        );
     }
 }
 

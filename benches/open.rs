@@ -1,12 +1,16 @@
 //! `Store::open` of a current database holding 100k runs and 1M session events next to plain
 //! rusqlite opening the same file with the same pragmas (target: at most 3 times plain), what the checks open does and does not run cost there (the size check on every open;
-//! `quick_check`, run before a migration; the whole `check` command), and the build-time work of
-//! codegen: replay of every version plus generation (target: under 1 s).
+//! `quick_check`, which the store ran before a migration until `benches/migrate.rs`'s whole-file
+//! check replaced it; the whole `check` command), and the build-time work of
+//! codegen: replay of every version plus generation (target: under 1 s). The first open in a
+//! process is timed in child processes of this bench (one open each, the store's and plain
+//! rusqlite's interleaved), since every later open in a process finds what the first one
+//! verified.
 
 mod common;
 
 use common::insert_owner_rows;
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use rusqlite::params;
 use seed_agents_store::Store;
 use std::path::{Path, PathBuf};
@@ -75,6 +79,17 @@ fn large_database() -> PathBuf {
     path
 }
 
+/// Plain rusqlite opening `path` with the store's pragmas, checking nothing.
+fn plain_open(path: &Path) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(
+        "PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; PRAGMA cache_size = -65536; \
+         PRAGMA mmap_size = 536870912; PRAGMA temp_store = MEMORY;",
+    )
+    .unwrap();
+    conn
+}
+
 fn open(c: &mut Criterion) {
     let path = large_database();
     // Warm the OS cache and settle the WAL once.
@@ -92,15 +107,7 @@ fn open(c: &mut Criterion) {
     });
     // The floor: plain rusqlite opening the same file with the same pragmas, no checks.
     g.bench_function("plain_rusqlite_100k_runs_1m_events", |b| {
-        b.iter(|| {
-            let conn = rusqlite::Connection::open(&path).unwrap();
-            conn.execute_batch(
-                "PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; PRAGMA cache_size = -65536; \
-                 PRAGMA mmap_size = 536870912; PRAGMA temp_store = MEMORY;",
-            )
-            .unwrap();
-            conn
-        })
+        b.iter(|| plain_open(&path))
     });
     // What the structure check costs when it introspects (a first open in a process, or a
     // changed catalog), against the cached check of an unchanged one that open runs.
@@ -173,5 +180,53 @@ fn codegen(c: &mut Criterion) {
     g.finish();
 }
 
+/// The variable a child process of this bench reads: `store` or `plain`, the side it opens.
+const FIRST_OPEN: &str = "SEED_BENCH_FIRST_OPEN";
+
+/// In a child: opens the large file once, the first open in this process, and prints how long it
+/// took in nanoseconds.
+fn first_open_child(side: &str) {
+    let path = large_database();
+    let start = std::time::Instant::now();
+    match side {
+        "store" => drop(Store::open(&path).unwrap()),
+        _ => drop(plain_open(&path)),
+    }
+    println!("{}", start.elapsed().as_nanos());
+}
+
+/// The first open in a process, the store's against plain rusqlite's, interleaved in child
+/// processes: medians and their ratio (target: at most 3).
+fn first_open() {
+    let path = large_database();
+    drop(Store::open(&path).unwrap());
+    let mut times: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
+    for _ in 0..40 {
+        for (i, side) in ["store", "plain"].into_iter().enumerate() {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .env(FIRST_OPEN, side)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            let nanos: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+            times[i].push(Duration::from_nanos(nanos));
+        }
+    }
+    let [store, plain] = times.map(common::median);
+    println!(
+        "open/first_in_a_process_100k_runs_1m_events: store {store:?}, plain rusqlite {plain:?}, \
+         ratio {:.2} (median of 40 each, interleaved)",
+        store.as_secs_f64() / plain.as_secs_f64()
+    );
+}
+
 criterion_group!(benches, open, codegen);
-criterion_main!(benches);
+
+fn main() {
+    if let Ok(side) = std::env::var(FIRST_OPEN) {
+        return first_open_child(&side);
+    }
+    first_open();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -13,6 +13,7 @@ use common::{event, million_events_file, paired, ACCOUNT, BIG_SESSION_EVENTS, MI
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rusqlite::{params, Connection, TransactionBehavior};
 use seed_agents_store::ids::new_id;
+use seed_agents_store::payload::SessionEventPayload;
 use seed_agents_store::Store;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -122,6 +123,30 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let events = store.events_after(ACCOUNT, "sess-0000", 0, None).unwrap();
             assert_eq!(events.len(), BIG);
+        })
+    });
+    // Decoded: every event's payload too, by the store's decoder and by serde's alone.
+    g.bench_function("store_events_after_decoded", |b| {
+        b.iter(|| {
+            let events = store.events_after(ACCOUNT, "sess-0000", 0, None).unwrap();
+            let decoded: Vec<SessionEventPayload> = events
+                .iter()
+                .map(|e| e.event_cbor.decode().unwrap())
+                .collect();
+            assert_eq!(decoded.len(), BIG);
+        })
+    });
+    g.bench_function("store_events_after_serde_decoded", |b| {
+        b.iter(|| {
+            let events = store.events_after(ACCOUNT, "sess-0000", 0, None).unwrap();
+            let decoded = events
+                .iter()
+                .map(|e| {
+                    serde_ipld_dagcbor::from_slice::<SessionEventPayload>(e.event_cbor.as_bytes())
+                        .unwrap()
+                })
+                .collect::<Vec<_>>();
+            assert_eq!(decoded.len(), BIG);
         })
     });
     g.bench_function("plain_by_id_layout", |b| b.iter(|| replay(&scattered)));

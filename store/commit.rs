@@ -8,6 +8,9 @@
 //! otherwise it leaves the transaction open for the next one and waits. One `COMMIT`, so one
 //! fsync, makes the whole batch durable, and every member returns only after that.
 //!
+//! An operation that owns what it needs can instead be queued for the writer thread, which runs
+//! everything queued back to back in one batch ([`owned`]).
+//!
 //! Invariants: an operation's writes are committed exactly when it returned `Ok` and its batch's
 //! `COMMIT` succeeded, and its caller learns which before returning. No batch is left open
 //! without an operation still to come that will close it. A lone operation costs what it did
@@ -21,6 +24,10 @@ use std::time::{Duration, Instant};
 use rusqlite::{ffi, Connection};
 
 use crate::error::{Error, Result};
+
+mod owned;
+
+pub(crate) use owned::Writer;
 
 /// How large a batch may grow before it is committed, whoever is still waiting to join.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,9 +51,10 @@ pub struct CommitStats {
     pub operations: u64,
 }
 
-/// The writer connection and the batch open on it.
+/// The writer connection and the batch open on it: the frame both kinds of operation run in,
+/// a borrowed one on its caller's thread, owned ones on the writer thread ([`owned`]).
 #[derive(Debug)]
-pub(crate) struct Writer {
+pub(crate) struct Frame {
     state: Mutex<State>,
     /// Which batches have ended, under a lock of its own: members waiting for their batch's
     /// commit wake and leave without contending for the writer with the operations arriving.
@@ -86,7 +94,7 @@ struct Batch {
 }
 
 /// A failed commit, kept for the members that wait on it (a `rusqlite::Error` is not `Clone`).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Failure {
     batch: u64,
     waiting: usize,
@@ -95,14 +103,28 @@ struct Failure {
 }
 
 impl Failure {
+    /// `error`, the failure of batch `batch`, for `waiting` members to take.
+    fn new(batch: u64, waiting: usize, error: &rusqlite::Error) -> Failure {
+        let (code, message) = match error {
+            rusqlite::Error::SqliteFailure(code, message) => (*code, message.clone()),
+            other => (ffi::Error::new(ffi::SQLITE_ERROR), Some(other.to_string())),
+        };
+        Failure {
+            batch,
+            waiting,
+            code,
+            message,
+        }
+    }
+
     fn error(&self) -> Error {
         rusqlite::Error::SqliteFailure(self.code, self.message.clone()).into()
     }
 }
 
-impl Writer {
-    pub(crate) fn new(conn: Connection, bounds: Bounds) -> Writer {
-        Writer {
+impl Frame {
+    fn new(conn: Connection, bounds: Bounds) -> Frame {
+        Frame {
             state: Mutex::new(State {
                 conn,
                 open: None,
@@ -119,23 +141,43 @@ impl Writer {
 
     /// Runs `op` on the writer inside a batch, returning once its writes are durable (or, when
     /// it failed, once they are rolled back).
-    pub(crate) fn run<T>(&self, op: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    fn run<T>(&self, op: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let state = self.arrive();
+        self.run_locked(state, op)
+    }
+
+    /// The writer, asked for as an operation arriving: while it waits, the holder leaves its
+    /// batch open for it.
+    fn arrive(&self) -> MutexGuard<'_, State> {
         self.arriving.fetch_add(1, Ordering::SeqCst);
-        let mut state = self.lock();
+        let state = self.lock();
         self.arriving.fetch_sub(1, Ordering::SeqCst);
+        state
+    }
+
+    /// [`Frame::run`] with the writer already held.
+    fn run_locked<T>(
+        &self,
+        mut state: MutexGuard<'_, State>,
+        op: impl FnOnce(&Connection) -> Result<T>,
+    ) -> Result<T> {
         let joined = state.open.is_some();
         if !joined {
-            control(&state.conn, "BEGIN IMMEDIATE")?;
-            let id = state.next_id;
-            state.next_id += 1;
-            state.open = Some(Batch {
-                id,
-                members: 0,
-                opened: Instant::now(),
-            });
+            open(&mut state)?;
         }
         let (outcome, clean) = if joined {
-            in_savepoint(&state.conn, op)
+            let mut outcome = None;
+            let saved = in_savepoint(&state.conn, |conn| {
+                let ran = panic::catch_unwind(AssertUnwindSafe(|| op(conn)));
+                let ok = matches!(ran, Ok(Ok(_)));
+                outcome = Some(ran);
+                ok
+            });
+            let outcome = match saved.error {
+                Some(e) => Ok(Err(e.into())),
+                None => outcome.expect("the savepoint ran the operation"),
+            };
+            (outcome, saved.clean)
         } else {
             (
                 panic::catch_unwind(AssertUnwindSafe(|| op(&state.conn))),
@@ -156,11 +198,7 @@ impl Writer {
         if succeeded {
             batch.members += 1;
         }
-        if !clean
-            || self.arriving.load(Ordering::SeqCst) == 0
-            || batch.members >= self.bounds.operations
-            || batch.opened.elapsed() >= self.bounds.age
-        {
+        if !clean || self.due(batch) {
             let waiting = batch.members - usize::from(succeeded);
             let committed = self.close(&mut state, waiting, clean);
             drop(state);
@@ -173,16 +211,31 @@ impl Writer {
         if !succeeded {
             return settle(outcome);
         }
-        let mut done = self.wait_for(id);
-        if let Some(i) = done.failed.iter().position(|f| f.batch == id) {
-            let error = done.failed[i].error();
-            done.failed[i].waiting -= 1;
-            if done.failed[i].waiting == 0 {
-                done.failed.swap_remove(i);
-            }
-            return Err(error);
+        match self.outcome_of(id, 1) {
+            Some(failure) => Err(failure.error()),
+            None => settle(outcome),
         }
-        settle(outcome)
+    }
+
+    /// Whether the open batch is to be committed now: nobody is waiting to join it, or it
+    /// reached its bounds.
+    fn due(&self, batch: &Batch) -> bool {
+        self.arriving.load(Ordering::SeqCst) == 0
+            || batch.members >= self.bounds.operations
+            || batch.opened.elapsed() >= self.bounds.age
+    }
+
+    /// Waits until the batch `id` has ended, for `members` of its operations; the failure of
+    /// its commit, if it failed.
+    fn outcome_of(&self, id: u64, members: usize) -> Option<Failure> {
+        let mut done = self.wait_for(id);
+        let i = done.failed.iter().position(|f| f.batch == id)?;
+        let failure = done.failed[i].clone();
+        done.failed[i].waiting -= members;
+        if done.failed[i].waiting == 0 {
+            done.failed.swap_remove(i);
+        }
+        Some(failure)
     }
 
     /// Waits until the batch `id` has ended.
@@ -252,16 +305,8 @@ impl Writer {
                 let _ = state.conn.execute_batch("ROLLBACK");
             }
             if waiting > 0 {
-                let (code, message) = match e {
-                    rusqlite::Error::SqliteFailure(code, message) => (*code, message.clone()),
-                    other => (ffi::Error::new(ffi::SQLITE_ERROR), Some(other.to_string())),
-                };
-                failure = Some(Failure {
-                    batch: state.open.as_ref().map_or(0, |b| b.id),
-                    waiting,
-                    code,
-                    message,
-                });
+                let batch = state.open.as_ref().map_or(0, |b| b.id);
+                failure = Some(Failure::new(batch, waiting, e));
             }
         }
         self.end(state, failure);
@@ -284,12 +329,6 @@ impl Writer {
         // Operations run under catch_unwind, so a poisoned lock still guards a consistent state.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
-
-    /// The writer connection itself, between batches, for tests that write raw rows.
-    #[cfg(test)]
-    pub(crate) fn raw(&self) -> Raw<'_> {
-        Raw(self.between())
-    }
 }
 
 /// The writer connection, held (see [`Writer::raw`]).
@@ -305,27 +344,60 @@ impl std::ops::Deref for Raw<'_> {
     }
 }
 
-/// Runs `op` inside a savepoint, rolled back when it fails or panics. `false` when a failed
-/// operation's writes could not be rolled back alone, so the whole batch must be.
-fn in_savepoint<T>(
-    conn: &Connection,
-    op: impl FnOnce(&Connection) -> Result<T>,
-) -> (std::thread::Result<Result<T>>, bool) {
+/// What running an operation in its own savepoint left.
+struct Saved {
+    /// `false` when a failed operation's writes could not be rolled back alone, so the whole
+    /// batch must be.
+    clean: bool,
+    /// Why the operation failed after all: its savepoint could not be opened (it did not run),
+    /// or could not be released after it succeeded (its writes were rolled back).
+    error: Option<rusqlite::Error>,
+}
+
+/// Runs `op`, which says whether it succeeded and never panics, inside a savepoint rolled back
+/// when it failed.
+fn in_savepoint(conn: &Connection, op: impl FnOnce(&Connection) -> bool) -> Saved {
     if let Err(e) = control(conn, "SAVEPOINT op") {
-        return (Ok(Err(e.into())), true);
+        return Saved {
+            clean: true,
+            error: Some(e),
+        };
     }
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| op(conn)));
-    if matches!(outcome, Ok(Ok(_))) {
+    if op(conn) {
         match control(conn, "RELEASE op") {
-            Ok(()) => return (outcome, true),
+            Ok(()) => {
+                return Saved {
+                    clean: true,
+                    error: None,
+                }
+            }
             Err(e) => {
                 let undone = conn.execute_batch("ROLLBACK TO op; RELEASE op").is_ok();
-                return (Ok(Err(e.into())), undone);
+                return Saved {
+                    clean: undone,
+                    error: Some(e),
+                };
             }
         }
     }
     let undone = conn.execute_batch("ROLLBACK TO op; RELEASE op").is_ok();
-    (outcome, undone)
+    Saved {
+        clean: undone,
+        error: None,
+    }
+}
+
+/// Opens a batch: `BEGIN IMMEDIATE`, the write lock taken first.
+fn open(state: &mut State) -> rusqlite::Result<()> {
+    control(&state.conn, "BEGIN IMMEDIATE")?;
+    let id = state.next_id;
+    state.next_id += 1;
+    state.open = Some(Batch {
+        id,
+        members: 0,
+        opened: Instant::now(),
+    });
+    Ok(())
 }
 
 /// Runs one transaction-control statement of the hot path, prepared once per connection.

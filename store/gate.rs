@@ -3,15 +3,17 @@
 //!
 //! Invariants: nothing here writes, so a refused file is left byte-for-byte as it was. The
 //! version and the structure are read in one read transaction (one snapshot), so a migration
-//! committed by another process is seen whole or not at all. Only the file's own content is ever
-//! refused: a lock, a full disk, a read-only medium or an I/O error is reported as what it is.
+//! committed by another process is seen whole or not at all. A migration never starts on a file
+//! in which `integrity_check` or `foreign_key_check` finds anything (`refuse_damaged`). Only the
+//! file's own content is ever refused: a lock, a full disk, a read-only medium or an I/O error is
+//! reported as what it is.
 
 use crate::error::{Error, Refusal, Result};
 use crate::query;
 use crate::schema;
 use crate::storage;
-use rusqlite::types::ValueRef;
 use rusqlite::Connection;
+use seed_agents_codegen::introspect::catalog_text;
 use seed_agents_codegen::{diff, introspect, Schema};
 use std::path::Path;
 
@@ -129,15 +131,19 @@ pub(crate) fn claimed(
 /// reading the catalog as [`inspect`] reports it.
 ///
 /// The structure [`introspect()`] reads is a function of the catalog's text alone (each object's
-/// type, name, table and SQL), so a catalog text once verified for `version` in this process is
-/// remembered (in a process-wide set) and the next file with exactly that text, or the same file opened
-/// again, is verified by reading and comparing the text, without introspecting. Any change to
-/// the structure changes the text, and is introspected and judged afresh.
+/// type, name, table and SQL), so a file whose text is one this build writes for the newest
+/// version ([`schema::CATALOGS`]) is verified by reading and comparing
+/// the text, and so is a text once verified for `version` in this process (remembered in a
+/// process-wide set), without introspecting. Any change to the structure changes the text, and
+/// is introspected and judged afresh.
 pub fn verify(conn: &Connection, path: &Path, version: u32) -> Result<()> {
     let judged = |e| storage::judge(Error::Sqlite(e), path);
     let text = catalog_text(conn).map_err(judged)?;
     if let Some(text) = &text {
-        if was_verified(version, text) {
+        // A file exactly as this build writes the newest version: known at build time, so
+        // even the first open in a process introspects nothing.
+        let as_built = version == schema::SCHEMA_VERSION && schema::CATALOGS.contains(&&**text);
+        if as_built || was_verified(version, text) {
             return Ok(());
         }
     }
@@ -184,36 +190,6 @@ fn remember(version: u32, text: String) {
         seen.remove(0);
     }
     seen.push((version, text));
-}
-
-/// Every object of the catalog as the text the structure is derived from: type, name, table and
-/// SQL of each row of `sqlite_schema`, in a fixed order, each field length-prefixed so that no
-/// two catalogs share a text. `None` when a field is neither text nor NULL (a catalog written
-/// around SQLite), which is never cached.
-fn catalog_text(conn: &Connection) -> rusqlite::Result<Option<String>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT type, name, tbl_name, sql FROM main.sqlite_schema ORDER BY type, name",
-    )?;
-    let mut rows = stmt.query([])?;
-    let mut text = String::new();
-    while let Some(row) = rows.next()? {
-        for i in 0..4 {
-            match row.get_ref(i)? {
-                ValueRef::Null => text.push('-'),
-                ValueRef::Text(field) => {
-                    let Ok(field) = std::str::from_utf8(field) else {
-                        return Ok(None);
-                    };
-                    text.push_str(&field.len().to_string());
-                    text.push(':');
-                    text.push_str(field);
-                }
-                _ => return Ok(None),
-            }
-        }
-        text.push('\n');
-    }
-    Ok(Some(text))
 }
 
 /// Runs `PRAGMA quick_check` and refuses a file it finds damaged ([`Refusal::Corrupt`]).
@@ -291,9 +267,118 @@ pub(crate) fn pragma_rows(conn: &Connection, pragma: &str) -> Result<Vec<String>
     Ok(if rows == ["ok"] { Vec::new() } else { rows })
 }
 
+/// What `integrity_check` and `foreign_key_check` report, each empty when clean.
+pub(crate) fn findings(conn: &Connection, path: &Path) -> Result<(Vec<String>, Vec<String>)> {
+    // A damaged file can make the check itself fail: that is a finding, not trouble.
+    let finding = |e: Error| match storage::judge(e, path) {
+        Error::Refused { reason, .. } => Ok(vec![reason.to_string()]),
+        e => Err(e),
+    };
+    let integrity = pragma_rows(conn, "integrity_check").or_else(finding)?;
+    let foreign_keys = foreign_key_rows(conn).or_else(finding)?;
+    Ok((integrity, foreign_keys))
+}
+
+/// How many findings of each examination a refusal lists; `check` lists them all.
+const LISTED: usize = 8;
+
+/// Refuses `conn`, the file `path` about to be migrated, when `integrity_check` or
+/// `foreign_key_check` finds anything: a migration rewrites tables and carries whatever is
+/// wrong into the newest version, where it is harder to tell from the migration's own doing.
+/// `quick_check` is not enough: it does not compare an index with its table.
+///
+/// # Errors
+/// [`Error::Refused`] with [`crate::Refusal::Corrupt`] listing the findings; trouble reading the
+/// file as what it is.
+pub(crate) fn refuse_damaged(conn: &Connection, path: &Path) -> Result<()> {
+    let (integrity, foreign_keys) = findings(conn, path)?;
+    let mut parts = Vec::new();
+    for (check, found) in [
+        ("integrity_check", integrity),
+        ("foreign_key_check", foreign_keys),
+    ] {
+        if found.is_empty() {
+            continue;
+        }
+        let more = found.len().saturating_sub(LISTED);
+        let mut listed = found
+            .into_iter()
+            .take(LISTED)
+            .collect::<Vec<_>>()
+            .join("; ");
+        if more > 0 {
+            listed.push_str(&format!("; and {more} more"));
+        }
+        parts.push(format!("{check} found: {listed}"));
+    }
+    if parts.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Refused {
+        path: path.to_path_buf(),
+        reason: Refusal::Corrupt {
+            detail: format!("{} (checked before migrating it)", parts.join("; ")),
+        },
+    })
+}
+
+/// `foreign_key_check` rows as `table rowid N references parent (constraint K)`.
+fn foreign_key_rows(conn: &Connection) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare("PRAGMA foreign_key_check")?;
+    let rows = stmt
+        .query_map([], |r| {
+            let table: String = r.get(0)?;
+            let rowid: Option<i64> = r.get(1)?;
+            let parent: String = r.get(2)?;
+            let fkid: i64 = r.get(3)?;
+            Ok(match rowid {
+                Some(id) => format!("{table} rowid {id} references a missing {parent} row (constraint {fkid})"),
+                None => format!("{table} (a WITHOUT ROWID row) references a missing {parent} row (constraint {fkid})"),
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_version;
+    use super::{catalog_text, parse_version, verify};
+    use crate::schema::{CATALOGS, MIGRATIONS, SCHEMA_SQL, SCHEMA_VERSION};
+    use rusqlite::Connection;
+    use std::path::Path;
+
+    fn text(conn: &Connection) -> String {
+        catalog_text(conn).unwrap().unwrap()
+    }
+
+    /// A fresh install and a file migrated from genesis have the catalog texts the build
+    /// embeds (each a different text: schema.sql's statements carry its comments); planner
+    /// statistics are not structure and change nothing.
+    #[test]
+    fn the_files_this_build_writes_are_known_by_their_catalog_text() {
+        let fresh = Connection::open_in_memory().unwrap();
+        fresh.execute_batch(SCHEMA_SQL).unwrap();
+        fresh.execute_batch("ANALYZE").unwrap();
+        let migrated = Connection::open_in_memory().unwrap();
+        for m in MIGRATIONS {
+            migrated.execute_batch(m.sql).unwrap();
+        }
+        assert_eq!(CATALOGS, [text(&fresh), text(&migrated)]);
+    }
+
+    /// A catalog the build does not know (one column more) is introspected and refused, however
+    /// close its text is to a known one.
+    #[test]
+    fn an_unknown_catalog_is_introspected_and_judged() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(SCHEMA_SQL).unwrap();
+        verify(&conn, Path::new("x.sqlite"), SCHEMA_VERSION).unwrap();
+        conn.execute_batch("ALTER TABLE runs ADD COLUMN shadow TEXT")
+            .unwrap();
+        assert!(!CATALOGS.contains(&text(&conn).as_str()));
+        let e = verify(&conn, Path::new("x.sqlite"), SCHEMA_VERSION).unwrap_err();
+        assert!(e.to_string().contains("shadow"), "{e}");
+    }
 
     #[test]
     fn versions_are_plain_digits() {

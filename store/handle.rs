@@ -9,7 +9,7 @@
 //! ([`Store::write`]), and every connection handed out for reading is `query_only`.
 
 use std::path::Path;
-use std::sync::atomic::AtomicI32;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,9 +74,8 @@ enum Engine {
     /// One SQLite file: the group-committing writer and the read pool.
     Sqlite {
         writer: Writer,
-        /// The log length, in pages, noted when a commit left it long enough for a checkpoint
-        /// ([`crate::checkpoint`]); 0 when none is due.
-        checkpoint_due: Arc<AtomicI32>,
+        /// Checkpoints the writer ran ([`crate::checkpoint`]).
+        checkpoints: Arc<AtomicU64>,
         readers: Pool,
     },
     /// A PostgreSQL database shared by every node.
@@ -117,7 +116,7 @@ impl Store {
             keys,
         } = parts;
         crate::busy::install_with(&mut writer, sharing.busy_timeout)?;
-        let checkpoint_due = crate::checkpoint::watch(&mut writer)?;
+        let checkpoints = crate::checkpoint::watch(&mut writer)?;
         crate::busy::install_with(&mut first_reader, sharing.busy_timeout)?;
         let timeout = sharing.busy_timeout;
         let opener: Opener = Box::new(move || {
@@ -128,8 +127,8 @@ impl Store {
         Ok(Store {
             shared: Arc::new(Shared {
                 engine: Engine::Sqlite {
-                    writer: Writer::new(writer, sharing.batch),
-                    checkpoint_due,
+                    writer: Writer::new(writer, sharing.batch, path.clone()),
+                    checkpoints,
                     readers: Pool::new(
                         first_reader,
                         sharing.read_connections,
@@ -202,15 +201,18 @@ impl Store {
         self.shared.outcome
     }
 
-    /// A read-only connection (`PRAGMA query_only`) from the store's pool, for the generated
-    /// read helpers, the query macros and any SQL of your own that reads; dropping the
-    /// [`Reader`] gives it back. A statement that would write fails with [`Error::ReadOnly`]:
-    /// writes go through the domain operations, which keep the invariants.
+    /// A SQLite store's read-only connection (`PRAGMA query_only`) from its pool, for SQL of
+    /// your own written for SQLite (rusqlite's API); dropping the [`Reader`] gives it back. A
+    /// statement that would write fails with [`Error::ReadOnly`]: writes go through the domain
+    /// operations, which keep the invariants. For the generated read helpers and the query
+    /// macros, [`Store::reading`] is the one way that works on both backends.
     ///
     /// # Errors
     /// [`Error::Busy`] when every pooled connection stays in use for the busy timeout (a
     /// thread holding one while asking for another can cause that), or the error opening one
-    /// more connection.
+    /// more connection. On a PostgreSQL store, always [`Error::Unsupported`], of kind
+    /// [`ErrorKind::Internal`](crate::ErrorKind::Internal): a rusqlite connection does not
+    /// exist there, and asking for one is the calling code's mistake, not its client's.
     ///
     /// # Examples
     /// ```
@@ -227,6 +229,7 @@ impl Store {
     ///
     /// [`Error::ReadOnly`]: crate::Error::ReadOnly
     /// [`Error::Busy`]: crate::Error::Busy
+    /// [`Error::Unsupported`]: crate::Error::Unsupported
     pub fn conn(&self) -> Result<Reader<'_>> {
         error::working_on(&self.shared.path, self.shared.read_only);
         match &self.shared.engine {
@@ -279,25 +282,6 @@ impl Store {
                 lease.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
                 Ok(Reading::Postgres(Box::new(lease)))
             }
-        }
-    }
-
-    /// The log length noted for a due checkpoint, for [`crate::checkpoint`] (none on a backend
-    /// without SQLite's log).
-    pub(crate) fn checkpoint_due(&self) -> Option<&AtomicI32> {
-        match &self.shared.engine {
-            Engine::Sqlite { checkpoint_due, .. } => Some(checkpoint_due),
-            #[cfg(feature = "postgres")]
-            Engine::Postgres(_) => None,
-        }
-    }
-
-    /// An idle read connection, if one is free now (never waits).
-    pub(crate) fn idle_conn(&self) -> Option<Reader<'_>> {
-        match &self.shared.engine {
-            Engine::Sqlite { readers, .. } => readers.try_get(),
-            #[cfg(feature = "postgres")]
-            Engine::Postgres(_) => None,
         }
     }
 
@@ -367,6 +351,26 @@ impl Store {
             Engine::Sqlite { writer, .. } => writer.stats(),
             #[cfg(feature = "postgres")]
             Engine::Postgres(pool) => pool.stats(),
+        }
+    }
+
+    /// How many WAL checkpoints the writer has run since this store (and its clones) was
+    /// opened: about one per 1,000 pages written to the log (SQLite's threshold), never one per
+    /// commit. Always 0 on PostgreSQL, which has no such log.
+    ///
+    /// # Examples
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let store = seed_agents_store::Store::open(dir.path().join("agents.sqlite"))?;
+    /// store.touch_account("acct-1")?;
+    /// assert_eq!(store.checkpoints(), 0); // a few pages of log: none due yet
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn checkpoints(&self) -> u64 {
+        match &self.shared.engine {
+            Engine::Sqlite { checkpoints, .. } => checkpoints.load(Ordering::Relaxed),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(_) => 0,
         }
     }
 

@@ -1,5 +1,6 @@
 //! Integrity: the full, read-only examination of a database file: SQLite's `integrity_check`
-//! (every page, every index entry), `foreign_key_check`, and the gate's structural comparison.
+//! (every page, every index entry against its table), `foreign_key_check`, and the gate's
+//! structural comparison. (The gate reads the same page and key findings before a migration.)
 //!
 //! Invariant: it never writes and leaves no file behind (it reads through the same read-only
 //! snapshot as `status`), and all three examinations read one snapshot.
@@ -73,35 +74,11 @@ fn examine(conn: &Connection, path: &Path) -> Result<Report> {
         Err(Error::Refused { reason, .. }) => Verdict::Refused(reason),
         Err(e) => return Err(e),
     };
-    // A damaged file can make the check itself fail: that is a finding, not trouble.
-    let finding = |e: Error| match crate::storage::judge(e, path) {
-        Error::Refused { reason, .. } => Ok(vec![reason.to_string()]),
-        e => Err(e),
-    };
-    let integrity = gate::pragma_rows(conn, "integrity_check").or_else(finding)?;
-    let foreign_keys = foreign_key_rows(conn).or_else(finding)?;
+    let (integrity, foreign_keys) = gate::findings(conn, path)?;
     Ok(Report {
         path: path.to_path_buf(),
         verdict,
         integrity,
         foreign_keys,
     })
-}
-
-/// `foreign_key_check` rows as `table rowid N references parent (constraint K)`.
-fn foreign_key_rows(conn: &Connection) -> Result<Vec<String>> {
-    let mut stmt = conn.prepare("PRAGMA foreign_key_check")?;
-    let rows = stmt
-        .query_map([], |r| {
-            let table: String = r.get(0)?;
-            let rowid: Option<i64> = r.get(1)?;
-            let parent: String = r.get(2)?;
-            let fkid: i64 = r.get(3)?;
-            Ok(match rowid {
-                Some(id) => format!("{table} rowid {id} references a missing {parent} row (constraint {fkid})"),
-                None => format!("{table} (a WITHOUT ROWID row) references a missing {parent} row (constraint {fkid})"),
-            })
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
 }

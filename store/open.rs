@@ -47,8 +47,8 @@ pub fn resolve_path(flag: Option<&Path>) -> PathBuf {
 
 impl Store {
     /// Opens `path`, creating it and its parent directories when missing: a fresh file gets the
-    /// baseline, an older one is checked (`quick_check`) and migrated, a current one is verified
-    /// (header, size, structure).
+    /// baseline, an older one is checked whole (`integrity_check`, `foreign_key_check`) and
+    /// migrated, a current one is verified (header, size, structure).
     ///
     /// # Errors
     /// [`Error::Refused`] when the gate refuses the file (it is left unchanged),
@@ -76,7 +76,10 @@ impl Store {
 
     /// Opens a current database at `path` for reading only, on a read-only file, directory or
     /// medium too. Nothing is written; every write through the store fails with
-    /// [`Error::ReadOnly`].
+    /// [`Error::ReadOnly`]. Where this process may write the file, its connections are
+    /// read-write ones that never write (`query_only`), so that the last to close removes the
+    /// `-wal` and `-shm` that reading a WAL file makes: a read-only store leaves nothing
+    /// beside an idle file.
     ///
     /// # Errors
     /// [`Error::ReadOnly`] when the file is empty or behind this binary (installing or migrating
@@ -263,6 +266,8 @@ pub struct OpenOptions {
     progress: Box<dyn FnMut(Progress<'_>)>,
     sharing: Sharing,
     keys: Arc<dyn KeyProvider>,
+    idle_in_transaction: Duration,
+    keepalive: Duration,
 }
 
 impl Default for OpenOptions {
@@ -294,6 +299,8 @@ impl OpenOptions {
                 },
             },
             keys: Arc::new(DatabaseKeyProvider),
+            idle_in_transaction: DEFAULT_IDLE_IN_TRANSACTION,
+            keepalive: DEFAULT_KEEPALIVE,
         }
     }
 
@@ -330,9 +337,29 @@ impl OpenOptions {
 
     /// How long an operation waits for a lock another process holds, or a read for a free
     /// pooled connection, before failing with [`Error::Busy`]. Opening itself keeps the
-    /// default.
+    /// default. On PostgreSQL it is each session's `lock_timeout` (advisory locks included):
+    /// a node that stalls holding a lock holds the others up no longer than this, each.
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.sharing.busy_timeout = timeout;
+        self
+    }
+
+    /// PostgreSQL only: how long one of the store's sessions may sit in a transaction without
+    /// running a statement before the server ends it (`idle_in_transaction_session_timeout`,
+    /// default [`DEFAULT_IDLE_IN_TRANSACTION`]). The store never waits on anything but the
+    /// server inside a transaction, so only a node stopped or cut off mid-write gets there;
+    /// ending its session rolls its write back and releases its locks for the other nodes.
+    pub fn idle_in_transaction_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_in_transaction = timeout;
+        self
+    }
+
+    /// PostgreSQL only: TCP keepalives on the store's connections, the first probe after
+    /// `idle` without traffic (default [`DEFAULT_KEEPALIVE`]), then every third of it; three
+    /// unanswered probes close the connection. A server that went away is found out in about
+    /// twice `idle`, not the system's default two hours.
+    pub fn keepalive(mut self, idle: Duration) -> Self {
+        self.keepalive = idle;
         self
     }
 
@@ -506,7 +533,12 @@ impl OpenOptions {
         // Every operation holds one connection while it runs: room for the readers and as
         // many writers waiting on the write lock.
         let max = self.sharing.read_connections.max(DEFAULT_READ_CONNECTIONS) * 4;
-        let pool = crate::postgres::Pool::new(url, &name, max);
+        let bounds = crate::postgres::Bounds {
+            lock: self.sharing.busy_timeout,
+            idle_in_transaction: self.idle_in_transaction,
+            keepalive: self.keepalive,
+        };
+        let pool = crate::postgres::Pool::new(url, &name, max, bounds);
         Ok(Store::assemble_postgres(
             pool,
             Arc::from(Path::new(&name)),
@@ -533,3 +565,9 @@ pub const DEFAULT_READ_CONNECTIONS: usize = 4;
 pub const DEFAULT_BATCH_OPERATIONS: usize = 128;
 /// How long a group-commit batch stays open for more operations at most, by default.
 pub const DEFAULT_BATCH_AGE: Duration = Duration::from_millis(4);
+/// How long a PostgreSQL session of the store may sit idle in a transaction, by default: three
+/// times the busy timeout, so a stalled node's locks go soon after the others' waits give up.
+pub const DEFAULT_IDLE_IN_TRANSACTION: Duration = Duration::from_secs(30);
+/// After how long without traffic a PostgreSQL connection of the store sends its first
+/// keepalive probe, by default.
+pub const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(30);

@@ -151,6 +151,7 @@ pub use run::{
     RunWaitEvent, RunWaitTimer, StepResolvedBy, UnmetObligation, UnmetPlan, UnmetTypedResult,
     WaitMatch, WaitMatchActivity, WaitMatchSignal, WorkflowJournalEntry,
 };
+pub(crate) use session::decode_event;
 pub use session::{
     ContinuationManifest, ErrorEvent, MessageEvent, MessageRole, SessionActor, SessionEventMeta,
     SessionEventPayload, ToolCallEvent, ToolResultEvent, ToolSpawnEvent,

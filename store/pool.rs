@@ -73,12 +73,6 @@ impl Pool {
         }
     }
 
-    /// An idle connection for reading, if there is one now (never waits, never opens one).
-    pub(crate) fn try_get(&self) -> Option<Reader<'_>> {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        idle.conns.pop().map(|conn| self.lend(conn))
-    }
-
     /// A connection for reading, returned to the pool when the [`Reader`] is dropped.
     pub(crate) fn get(&self) -> Result<Reader<'_>> {
         let deadline = Instant::now() + self.wait;

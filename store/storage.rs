@@ -1,12 +1,13 @@
 //! The database file on disk: whether a path can hold it, its `-wal`/`-shm`/`-journal`
 //! companions, its header and size, and how a read-only look opens it.
 //!
-//! Invariants: a path that cannot hold a file, or cannot be written, is reported naming it before
-//! SQLite creates anything next to it; a non-empty file too short to be a database is refused
-//! (SQLite itself reports a 1-byte file as empty); a read-only look never writes and never
-//! leaves a `-wal` or `-shm` file behind that was not there. The database file itself is never
-//! opened here, only `stat`ed: closing any descriptor of a file drops every POSIX lock the
-//! process holds on it, including SQLite's.
+//! Invariants: a path that cannot hold a file (anything but a regular file), or cannot be
+//! written, is reported naming it before SQLite creates anything next to it; a non-empty file
+//! too short to be a database is refused (SQLite itself reports a 1-byte file as empty); a
+//! read-only look never writes and never leaves a `-wal` or `-shm` file behind that was not
+//! there, and neither does a read-only store once its last connection closes. The database file
+//! itself is never opened here, only `stat`ed: closing any descriptor of a file drops every POSIX
+//! lock the process holds on it, including SQLite's.
 
 use crate::error::{Error, Refusal, Result};
 use rusqlite::{Connection, OpenFlags};
@@ -39,16 +40,17 @@ pub(crate) fn open_failed(e: rusqlite::Error, path: &Path) -> Error {
     Error::from_sqlite(e, path)
 }
 
-/// Errs when `path` cannot name a database file: it is a directory, or one of its ancestors is
-/// a regular file. A missing file under real directories is fine.
+/// Errs when `path` cannot name a database file: it is a directory, a device, a FIFO or a
+/// socket (anything but a regular file, links followed), or one of its ancestors is a regular
+/// file. A missing file under real directories is fine.
 pub(crate) fn check_path(path: &Path) -> Result<()> {
     let not_a_file = |reason: String| Error::NotAFilePath {
         path: path.to_path_buf(),
         reason,
     };
     match fs::metadata(path) {
-        Ok(m) if m.is_dir() => Err(not_a_file("it is a directory".into())),
-        Ok(_) => Ok(()),
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(m) => Err(not_a_file(format!("it is {}", file_type(&m.file_type())))),
         Err(e)
             if matches!(
                 e.kind(),
@@ -64,6 +66,32 @@ pub(crate) fn check_path(path: &Path) -> Result<()> {
             }
         }
         Err(e) => Err(Error::from_io(e, path)),
+    }
+}
+
+/// What a file that is not a regular file is, for a message: `a directory`, `a character
+/// device`, ...
+fn file_type(t: &fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
     }
 }
 
@@ -201,6 +229,19 @@ pub(crate) fn open_read_only(path: &Path, look: Look) -> Result<(Connection, Opt
         Ok(conn)
     };
     let bare = !exists("-wal") && !exists("-shm") && !exists("-journal");
+    // A -wal holding frames belongs to a writer, live or crashed: its connections (or the next
+    // read-write open) deal with it, and a reader here never copies it into the file.
+    let wal_frames = fs::metadata(sidecar(path, "-wal")).is_ok_and(|m| m.len() > 0);
+    if look == Look::Live && !exists("-journal") && !wal_frames {
+        if let Some(conn) = tidy_reader(path)? {
+            return Ok((conn, None));
+        }
+        if bare && unchangeable(path) {
+            // Immutable (`chattr +i`): no writer can start, so the file is read `immutable`,
+            // which creates nothing next to it.
+            return Ok((immutable(path)?, None));
+        }
+    }
     if look == Look::Live || exists("-shm") || exists("-journal") {
         // A live database (its -shm exists), a rollback journal (hot or in use: SQLite must see
         // it), or a store kept open: a plain read-only connection locks properly and creates
@@ -211,16 +252,8 @@ pub(crate) fn open_read_only(path: &Path, look: Look) -> Result<(Connection, Opt
         }
         // On read-only media SQLite cannot create the -wal/-shm a WAL file needs; nothing can
         // change such a file, so it is read `immutable` below.
-        match conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
-            r.get::<_, i64>(0)
-        }) {
-            Ok(_) => return Ok((conn, None)),
-            Err(e)
-                if matches!(
-                    e.sqlite_error_code(),
-                    Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
-                ) => {}
-            Err(e) => return Err(at(e)),
+        if first_read(&conn, CANNOT_MAKE_WAL).map_err(at)? {
+            return Ok((conn, None));
         }
     } else if exists("-wal") {
         if let Some(conn) = stale_wal(path)? {
@@ -235,12 +268,79 @@ pub(crate) fn open_read_only(path: &Path, look: Look) -> Result<(Connection, Opt
     // nothing and takes no lock, so the caller checks afterwards that no writer started (every
     // writer creates a -journal or a -wal first) and the file did not change meanwhile.
     let before = Unchanged::now(path)?;
-    let conn = Connection::open_with_flags(
+    Ok((immutable(path)?, Some(before)))
+}
+
+/// A connection reading `path` `immutable`: no lock, no `-wal` or `-shm`, nothing created.
+fn immutable(path: &Path) -> Result<Connection> {
+    Connection::open_with_flags(
         format!("{}?immutable=1", file_uri(path)),
-        ro | OpenFlags::SQLITE_OPEN_URI,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI,
+    )
+    .map_err(|e| open_failed(e, path))
+}
+
+/// A reader for a store kept open read-only: a read-write connection that never writes
+/// (`query_only`). It reads as any reader does, and as the last connection to close the file
+/// it removes the `-wal` and `-shm` that reading a WAL file made, as a writer does, so a
+/// read-only store leaves nothing behind. (A plain read-only connection cannot remove them.)
+/// Never with a `-journal` beside the file (a read-write connection would roll a hot one back)
+/// or a `-wal` holding frames (it would copy them into the file as it closes). `None` when this
+/// process cannot write the file, or its directory cannot hold the `-wal`.
+fn tidy_reader(path: &Path) -> Result<Option<Connection>> {
+    let at = |e| Error::from_sqlite(e, path);
+    let mut conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| open_failed(e, path))?;
-    Ok((conn, Some(before)))
+    if conn.is_readonly(rusqlite::MAIN_DB).map_err(at)? {
+        return Ok(None);
+    }
+    crate::busy::install(&mut conn).map_err(at)?;
+    conn.pragma_update(None, "query_only", true).map_err(at)?;
+    let read = first_read(&conn, CANNOT_MAKE_WAL).map_err(|e| judge(at(e), path))?;
+    Ok(read.then_some(conn))
+}
+
+/// What SQLite answers a first read with where it cannot create the `-wal` or `-shm` a WAL
+/// file needs (a read-only directory or medium).
+const CANNOT_MAKE_WAL: &[rusqlite::ErrorCode] = &[
+    rusqlite::ErrorCode::CannotOpen,
+    rusqlite::ErrorCode::ReadOnly,
+];
+
+/// Reads the catalog once through `conn`: `true` when it can, `false` when SQLite answers with
+/// one of `unless` (this connection cannot serve here, another way must), SQLite's error
+/// otherwise.
+fn first_read(conn: &Connection, unless: &[rusqlite::ErrorCode]) -> rusqlite::Result<bool> {
+    match conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
+        r.get::<_, i64>(0)
+    }) {
+        Ok(_) => Ok(true),
+        Err(e) if e.sqlite_error_code().is_some_and(|c| unless.contains(&c)) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether no process can write `path`: it is immutable (`chattr +i`, `EPERM` for anyone) or on
+/// a read-only file system. A file only this process may not write is not: its owner may start
+/// a writer at any time.
+fn unchangeable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        matches!(
+            rustix::fs::access(path, rustix::fs::Access::WRITE_OK),
+            Err(e) if e == rustix::io::Errno::PERM || e == rustix::io::Errno::ROFS
+        )
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
 }
 
 /// A connection reading a `-wal` that no other connection has open, without creating a `-shm`:
@@ -267,20 +367,13 @@ fn stale_wal(path: &Path) -> Result<Option<Connection>> {
     conn.pragma_update(None, "query_only", true).map_err(at)?;
     conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
         .map_err(at)?;
-    match conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
-        r.get::<_, i64>(0)
-    }) {
-        Ok(_) => Ok(Some(conn)),
-        Err(e)
-            if matches!(
-                e.sqlite_error_code(),
-                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-            ) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(at(e)),
-    }
+    // Another connection has the file open: the exclusive lock is refused at once.
+    let taken = [
+        rusqlite::ErrorCode::DatabaseBusy,
+        rusqlite::ErrorCode::DatabaseLocked,
+    ];
+    let read = first_read(&conn, &taken).map_err(at)?;
+    Ok(read.then_some(conn))
 }
 
 /// What a file opened `immutable` looked like: a look is only valid if no other connection

@@ -62,9 +62,27 @@ impl Store {
         self.write_in(Some(account_id), op).map(|(value, _)| value)
     }
 
+    /// [`Store::write_account`] for an operation that owns what it needs: on SQLite it may run
+    /// on the writer thread, back to back with the others queued (see [`crate::commit`]), so a
+    /// hot write pays no hand-off per operation. It may run more than once before its batch
+    /// commits (again, when another member failed), so it writes only through `&Db`.
+    pub(crate) fn write_owned<T, F>(&self, account_id: &str, mut op: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnMut(&Db, i64) -> Result<T> + Send + 'static,
+    {
+        #[cfg(feature = "postgres")]
+        if self.postgres().is_some() {
+            return self.write_account(account_id, op);
+        }
+        let _ = account_id; // SQLite has one writer for every account.
+        let clock = self.clock().clone();
+        self.sqlite_writer()?
+            .run_owned(move |conn| op(&Db::sqlite(conn), clock.now_ms()))
+    }
+
     /// [`Store::write`], also returning how long the write took from asking for the writer to
-    /// its commit: the time the write lock was wanted or held for it, without the checkpoint that
-    /// may follow on a read connection (which holds no lock a writer needs).
+    /// its commit (a checkpoint that commit ran included).
     pub(crate) fn write_timed<T>(
         &self,
         op: impl FnOnce(&Db, i64) -> Result<T>,
@@ -72,8 +90,7 @@ impl Store {
         self.write_in(None, op)
     }
 
-    /// The frame for `account` (see [`Store::frame`]), timed, then the checkpoint that may be
-    /// due.
+    /// The frame for `account` (see [`Store::frame`]), timed.
     fn write_in<T>(
         &self,
         account: Option<&str>,
@@ -82,7 +99,6 @@ impl Store {
         let started = Instant::now();
         let outcome = self.frame(account, op);
         let took = started.elapsed();
-        self.checkpoint_if_due();
         outcome.map(|value| (value, took))
     }
 }

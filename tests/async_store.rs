@@ -1,6 +1,10 @@
 //! The async handle (`tokio` feature): operations as futures with the sync ones' results and
 //! error kinds, contiguous seqs from many tasks appending through clones, a panic resumed on the
-//! awaiting task, and a runtime thread that keeps running other tasks while a write waits.
+//! awaiting task, a runtime thread that keeps running other tasks while a write waits, and no
+//! handle that panics when dropped, in a runtime or out of one. On both backends
+//! (`tests/backend`).
+
+mod backend;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,12 +20,19 @@ use seed_agents_store::{AsyncStore, ErrorKind, Result, Store};
 
 const A: &str = "acct-a";
 
+/// Where the store of `dir` lives, on this run's backend. Making a PostgreSQL database blocks,
+/// so it runs on the blocking pool.
+async fn location(dir: &std::path::Path) -> std::path::PathBuf {
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || backend::location(&dir, "agents.sqlite"))
+        .await
+        .unwrap()
+}
+
 /// An open store, its directory, an agent and a session of account [`A`].
 async fn fixture() -> (AsyncStore, tempfile::TempDir, String, String) {
     let dir = tempfile::tempdir().unwrap();
-    let store = AsyncStore::open(dir.path().join("agents.sqlite"))
-        .await
-        .unwrap();
+    let store = AsyncStore::open(location(dir.path()).await).await.unwrap();
     let agent = store
         .create_agent(
             A,
@@ -71,15 +82,9 @@ async fn operations_answer_as_the_sync_ones_and_errors_keep_their_kind() {
         replay.iter().map(text_of).collect::<Vec<_>>(),
         ["two", "three"]
     );
-    // The sync handle is the same store.
-    assert_eq!(
-        store
-            .store()
-            .events_after(A, &session, 0, None)
-            .unwrap()
-            .len(),
-        3
-    );
+    // The sync handle is the same store (called where blocking is allowed).
+    let sync = tokio::task::block_in_place(|| store.store().events_after(A, &session, 0, None));
+    assert_eq!(sync.unwrap().len(), 3);
     // `Option<&str>` and by-value parameters.
     let described = store
         .set_session_description(A, &session, Some("notes"))
@@ -123,7 +128,7 @@ async fn operations_answer_as_the_sync_ones_and_errors_keep_their_kind() {
     let stale = store.renew_lease(&claim).await.unwrap_err();
     assert_eq!(stale.kind(), ErrorKind::Conflict);
 
-    // Generic operations and `call` for reads on `conn()`.
+    // Generic operations and `call` for reads on `reading()`.
     let statement = Query::select()
         .columns(runs::Column::ALL.iter().copied())
         .from(runs::Column::Table)
@@ -132,7 +137,7 @@ async fn operations_answer_as_the_sync_ones_and_errors_keep_their_kind() {
     let rows: Vec<runs::Row> = store.select(&statement).await.unwrap();
     assert_eq!(rows.len(), 1);
     let account = store
-        .call(|store: &Store| accounts::get(&store.conn()?, A))
+        .call(|store: &Store| accounts::get(&store.reading()?, A))
         .await
         .unwrap();
     assert!(account.is_some());
@@ -212,6 +217,12 @@ async fn a_panic_in_the_operation_resumes_on_the_awaiting_task() {
 /// until its busy timeout and failed with `Busy`.
 #[test]
 fn a_current_thread_runtime_keeps_running_while_a_write_waits() {
+    if backend::skip_on_postgres(
+        "a_current_thread_runtime_keeps_running_while_a_write_waits",
+        "it holds SQLite's write lock with a connection of its own",
+    ) {
+        return;
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
@@ -267,4 +278,71 @@ fn a_current_thread_runtime_keeps_running_while_a_write_waits() {
         let counts = store.table_counts().await.unwrap();
         assert!(counts.contains(&("accounts", 2)), "{counts:?}");
     });
+}
+
+fn new_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// No handle panics when it is dropped: the last `AsyncStore` dropped in a task, a sync `Store`
+/// dropped on a runtime thread and on a plain one, and a runtime shut down while its tasks still
+/// hold the store, some of them mid-operation. (On PostgreSQL the blocking client closes by
+/// running a runtime of its own, which panicked inside a runtime and aborted the process.)
+#[test]
+fn no_handle_panics_when_dropped_in_a_runtime_or_out_of_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = backend::location(dir.path(), "agents.sqlite");
+    let open = |runtime: &tokio::runtime::Runtime| {
+        let store = runtime.block_on(AsyncStore::open(&location)).unwrap();
+        runtime.block_on(store.touch_account(A)).unwrap();
+        store
+    };
+
+    let runtime = new_runtime();
+    let store = open(&runtime);
+    let dropped = runtime.spawn(async move { drop(store) });
+    runtime
+        .block_on(dropped)
+        .expect("the last AsyncStore dropped in a task");
+
+    let sync = open(&runtime).store().clone();
+    let dropped = runtime.spawn(async move { drop(sync) });
+    runtime
+        .block_on(dropped)
+        .expect("a sync Store dropped on a runtime thread");
+
+    let store = open(&runtime);
+    std::thread::spawn(move || drop(store)).join().unwrap();
+
+    let store = open(&runtime);
+    let (ran, has_run) = std::sync::mpsc::channel();
+    for task in 0..4 {
+        let (store, ran) = (store.clone(), ran.clone());
+        runtime.spawn(async move {
+            for n in 0.. {
+                let _ = store.touch_account(&format!("acct-{task}-{n}")).await;
+                let _ = ran.send(());
+            }
+        });
+    }
+    drop(store);
+    for _ in 0..8 {
+        has_run.recv().unwrap();
+    }
+    drop(runtime); // the tasks, and with them the last handles, are dropped here
+
+    // Nothing was lost on the way: the store opens again and holds what was written.
+    let runtime = new_runtime();
+    let store = runtime.block_on(AsyncStore::open(&location)).unwrap();
+    let counts = runtime.block_on(store.table_counts()).unwrap();
+    let accounts = counts.iter().find(|(t, _)| *t == "accounts").unwrap().1;
+    assert!(
+        accounts > 8,
+        "account A and the 8 touched before the shutdown: {counts:?}"
+    );
+    drop(store);
 }

@@ -1,5 +1,6 @@
 //! The maintenance commands of `seed-agents-db`: retention and prune, rotate-key and move-key,
-//! audit verify; and that none of them creates a database where there is none.
+//! audit verify; that none of them creates a database where there is none, and that the
+//! read-only ones leave no `-wal` or `-shm` beside an idle file, immutable or not.
 
 mod cli_common;
 
@@ -289,5 +290,127 @@ fn maintenance_commands_on_a_missing_file_name_it_and_create_nothing() {
     assert!(
         !dir.path().join("typo").exists(),
         "a command created a file"
+    );
+}
+
+/// The commands that only read, each run on an idle file (no writer has it open).
+const READ_ONLY: [&[&str]; 6] = [
+    &["status"],
+    &["check"],
+    &["audit", "verify"],
+    &["audit", "list"],
+    &["retention", "show"],
+    &["prune", "--dry-run"],
+];
+
+/// The names in `dir`, sorted.
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A current WAL file with an audited write, closed: nothing beside it.
+fn idle_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let db = dir.join("idle.sqlite");
+    let store = seed_agents_store::Store::open(&db).unwrap();
+    store.set_secret("acct", "s", b"v", None).unwrap();
+    drop(store);
+    assert_eq!(listing(dir), ["idle.sqlite"]);
+    db
+}
+
+/// Runs every read-only command on `db`, the one file in `dir`, and checks that each succeeds
+/// and leaves nothing beside it.
+fn run_read_only_commands(dir: &std::path::Path, db: &std::path::Path) {
+    for args in READ_ONLY {
+        let mut all = vec!["--db-path", db.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let o = run(dir, &all, None);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert_eq!(listing(dir), ["idle.sqlite"], "after {args:?}");
+    }
+}
+
+#[test]
+fn read_only_commands_leave_no_wal_or_shm_beside_an_idle_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = idle_file(dir.path());
+    let before = std::fs::read(&db).unwrap();
+    run_read_only_commands(dir.path(), &db);
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    // The library's read-only handle too, with its pool of several connections.
+    let store = seed_agents_store::Store::open_read_only(&db).unwrap();
+    let readers: Vec<_> = (0..3).map(|_| store.reading().unwrap()).collect();
+    assert!(store.table_counts().unwrap().contains(&("secrets", 1)));
+    drop(readers);
+    drop(store);
+    assert_eq!(listing(dir.path()), ["idle.sqlite"]);
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+}
+
+/// Clears the immutable flag when dropped, so the temporary directory can be removed.
+struct Immutable<'a>(&'a std::path::Path);
+
+impl Drop for Immutable<'_> {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(self.0)
+            .status();
+    }
+}
+
+#[test]
+fn read_only_commands_read_an_immutable_file_and_leave_nothing_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = idle_file(dir.path());
+    let before = std::fs::read(&db).unwrap();
+    let set = std::process::Command::new("chattr")
+        .arg("+i")
+        .arg(&db)
+        .output();
+    if !set.is_ok_and(|o| o.status.success()) {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED read_only_commands_read_an_immutable_file: chattr +i is not allowed here \
+             (needs root and a file system with the flag)"
+        );
+        return;
+    }
+    let _guard = Immutable(&db);
+    run_read_only_commands(dir.path(), &db);
+    let store = seed_agents_store::Store::open_read_only(&db).unwrap();
+    assert!(store.table_counts().unwrap().contains(&("secrets", 1)));
+    drop(store);
+    assert_eq!(listing(dir.path()), ["idle.sqlite"]);
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+}
+
+/// A `-wal` holding a writer's frames is the writer's: a read-only store reads it but never
+/// copies it into the file, even when it is the last to close.
+#[test]
+fn a_read_only_store_never_copies_a_writers_frames_into_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = idle_file(dir.path());
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    writer.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+    writer
+        .execute("UPDATE accounts SET updated_at = updated_at + 1", [])
+        .unwrap();
+    let main = std::fs::read(&db).unwrap();
+    let store = seed_agents_store::Store::open_read_only(&db).unwrap();
+    assert!(store.table_counts().unwrap().contains(&("secrets", 1)));
+    // The writer goes first, without its checkpoint (another connection is still open).
+    drop(writer);
+    drop(store);
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        main,
+        "the main file is as it was"
     );
 }

@@ -8,7 +8,7 @@ use seed_agents_store::clock::ManualClock;
 use seed_agents_store::payload::*;
 use seed_agents_store::schema::{account_authorizations::Role, accounts, secrets as secret_rows};
 use seed_agents_store::secrets::{self, SecretPlaintext, KEY_CONFIG_NAME};
-use seed_agents_store::{Error, Store};
+use seed_agents_store::{Error, ErrorKind, Store};
 
 const A: &str = "acct-a";
 const B: &str = "acct-b";
@@ -324,10 +324,10 @@ fn short_blobs_failed_tags_and_a_missing_key_are_distinct_errors() {
     assert_eq!(secrets::decrypt(&key, &blob).unwrap().expose(), b"value");
     let last = blob.len() - 1;
     blob[last] ^= 1;
-    assert!(matches!(
-        secrets::decrypt(&key, &blob),
-        Err(Error::SecretTagMismatch)
-    ));
+    let mismatch = secrets::decrypt(&key, &blob).unwrap_err();
+    assert!(matches!(mismatch, Error::SecretTagMismatch), "{mismatch}");
+    // What is stored, or the key it was written under, is at fault: not the request.
+    assert_eq!(mismatch.kind(), ErrorKind::Corrupt);
     // Removing the key makes stored secrets undecryptable, and decrypting does not recreate it.
     // (A plain connection: the store's own is read-only and never deletes the key.)
     backend::exec(
@@ -335,10 +335,10 @@ fn short_blobs_failed_tags_and_a_missing_key_are_distinct_errors() {
         "DELETE FROM server_config WHERE key = ?1",
         &[&KEY_CONFIG_NAME],
     );
-    assert!(matches!(
-        store.decrypt_secret(A, "k"),
-        Err(Error::NoSecretKey)
-    ));
+    let no_key = store.decrypt_secret(A, "k").unwrap_err();
+    assert!(matches!(no_key, Error::NoSecretKey), "{no_key}");
+    // A missing key is the server's state, like a key provider that cannot serve it.
+    assert_eq!(no_key.kind(), ErrorKind::Storage);
     assert_eq!(key_count(&store), 0);
     // Errors never print a value.
     let err = store.decrypt_secret(A, "k").unwrap_err().to_string();
@@ -390,6 +390,30 @@ fn two_connections_racing_for_the_first_key_create_one() {
                 store.decrypt_secret(account, "k").unwrap().expose(),
                 account.as_bytes()
             );
+        }
+    }
+}
+
+/// `Store::conn()` is SQLite's own connection: on PostgreSQL it is `Unsupported`, the calling
+/// code's mistake (`Internal`), never the client's (`Invalid`); `reading()` works on both.
+#[test]
+fn conn_on_another_backend_blames_the_code_and_reading_works_on_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _clock) = open(&dir);
+    store.touch_account(A).unwrap();
+    assert!(accounts::get(&store.reading().unwrap(), A)
+        .unwrap()
+        .is_some());
+    let conn = store.conn();
+    match &conn {
+        Ok(conn) => {
+            assert!(!backend::postgres());
+            assert!(accounts::get(conn, A).unwrap().is_some());
+        }
+        Err(e) => {
+            assert!(backend::postgres(), "{e}");
+            assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+            assert_eq!(e.kind(), ErrorKind::Internal, "{e}");
         }
     }
 }

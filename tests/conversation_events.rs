@@ -105,6 +105,43 @@ fn seq_is_contiguous_from_one_per_session() {
     assert_eq!(seqs(&store, &s2), [1]);
 }
 
+/// An unknown field is kept, but one that would shadow a typed field (the key written twice) is
+/// refused before anything is written, in `meta` too.
+#[test]
+fn an_event_whose_unknown_fields_shadow_its_own_is_refused_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _, _, session) = fixture(&backend::location(dir.path(), "db.sqlite"));
+    let SessionEventPayload::Message(mut kept) = message(MessageRole::User, "hi", None) else {
+        unreachable!()
+    };
+    kept.extra.insert("later".into(), Ipld::Integer(1));
+    let kept = SessionEventPayload::Message(kept);
+    store.append_event(A, &session, &kept).unwrap();
+    let stored = store.events_after(A, &session, 0, None).unwrap();
+    assert_eq!(stored[0].event_cbor.decode().unwrap(), kept);
+
+    let SessionEventPayload::Message(mut shadowing) = message(MessageRole::User, "hi", None) else {
+        unreachable!()
+    };
+    shadowing
+        .extra
+        .insert("role".into(), Ipld::String("tool".into()));
+    let mut in_meta = shadowing.clone();
+    in_meta.extra.clear();
+    in_meta.meta = Some(SessionEventMeta {
+        model: Some("m".into()),
+        extra: BTreeMap::from([("model".into(), Ipld::Null)]),
+        ..SessionEventMeta::default()
+    });
+    for event in [shadowing, in_meta] {
+        let err = store
+            .append_event(A, &session, &SessionEventPayload::Message(event))
+            .unwrap_err();
+        assert!(matches!(err, Error::Cbor(_)), "{err:?}");
+    }
+    assert_eq!(store.events_after(A, &session, 0, None).unwrap().len(), 1);
+}
+
 #[test]
 fn appending_to_an_unknown_session_is_not_found_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,9 +1,11 @@
 //! The example server (`examples/server`), started on 127.0.0.1 over a temporary database and
 //! driven by hand-written HTTP/1.1 requests from concurrent clients: sessions and their event
-//! log, the run queue claimed exactly once, and the statuses failures map to.
+//! log, the run queue claimed exactly once, and the statuses failures map to. On both backends
+//! (`tests/backend`); each server's runtime shuts down while its router still holds the store.
 
 #[path = "../examples/server/app.rs"]
 mod app;
+mod backend;
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -30,7 +32,7 @@ fn start() -> Server {
         .enable_all()
         .build()
         .unwrap();
-    let path = dir.path().join("agents.sqlite");
+    let path = backend::location(dir.path(), "agents.sqlite");
     let (listener, store) = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         (listener, AsyncStore::open(path).await.unwrap())
@@ -347,6 +349,7 @@ fn every_kind_has_one_status() {
         (ErrorKind::Busy, 503),
         (ErrorKind::Refused, 500),
         (ErrorKind::Storage, 500),
+        (ErrorKind::Corrupt, 500),
         (ErrorKind::Internal, 500),
     ];
     for (kind, status) in cases {

@@ -10,7 +10,7 @@ use seed_agents_store::payload::*;
 use seed_agents_store::runs::{ClaimLimits, RunOutcome};
 use seed_agents_store::schema::runs::Status;
 use seed_agents_store::waits::{DeliverySource, SignalOutcome};
-use seed_agents_store::Error;
+use seed_agents_store::{Error, ErrorKind};
 
 fn log(call_seq: u64) -> WorkflowJournalEntry {
     WorkflowJournalEntry::Log(JournalEntryBody {
@@ -334,4 +334,20 @@ fn replay_reads_a_stored_journal() {
     let mut matcher = ReplayMatcher::new(f.store.load_journal(A, &run, 0).unwrap());
     assert_eq!(matcher.take("k").unwrap().entries[1].entry, result(1, "a"));
     assert_eq!(matcher.take("k").unwrap().entries[1].entry, result(2, "b"));
+}
+
+/// A stored entry that does not decode is the stored data's fault, not the caller's: its kind is
+/// `Corrupt` (a server answers 500 and does not echo it), never `Invalid` (400).
+#[test]
+fn a_stored_entry_that_does_not_decode_is_corrupt_not_the_callers_fault() {
+    let mut f = fixture();
+    let run = live_run(&mut f);
+    backend::exec(
+        f.store.path(),
+        "INSERT INTO run_journal (run_id, seq, entry_cbor, created_at) VALUES (?1, ?2, ?3, ?4)",
+        &[&run, &1_i64, &vec![0xa1_u8, 0x61, 0x74], &T0],
+    );
+    let e = f.store.load_journal(A, &run, 0).unwrap_err();
+    assert!(matches!(e, Error::Cbor(_)), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
 }

@@ -6,7 +6,7 @@ mod gate_common;
 use gate_common::{at_version, files, temp, write_db};
 use rusqlite::Connection;
 use seed_agents_store::schema::{MIGRATIONS, SCHEMA_SQL, SCHEMA_VERSION};
-use seed_agents_store::{Error, ErrorKind, Outcome, Refusal, Store};
+use seed_agents_store::{Error, ErrorKind, Outcome, Progress, Refusal, Store};
 use std::fs;
 use std::path::Path;
 
@@ -344,10 +344,13 @@ fn status_leaves_no_wal_or_shm_files_behind() {
     assert_eq!(fs::read(&path).unwrap(), before);
 }
 
+/// A version-25 file written with foreign keys off holds a firing whose trigger is gone: migration
+/// 26 would seed trigger_event_claims from it and fail on the foreign key halfway through the
+/// batch. The whole-file check before the batch finds the broken key first and refuses the file,
+/// naming the row, before anything is written. (A batch failing halfway is rolled back whole:
+/// `migrate::tests`, and the full-disk and kill trials.)
 #[test]
-fn a_migration_that_fails_on_real_data_leaves_the_file_byte_for_byte() {
-    // A version-25 file written with foreign keys off holds a firing whose trigger is gone;
-    // migration 26 seeds trigger_event_claims from it and the foreign key refuses the row.
+fn real_data_that_would_fail_a_migration_is_refused_before_the_batch_writes() {
     let (_d, path) = temp();
     at_version(&path, 25);
     write_db(
@@ -363,16 +366,13 @@ fn a_migration_that_fails_on_real_data_leaves_the_file_byte_for_byte() {
     let err = Store::open(&path).unwrap_err();
     let msg = err.to_string();
     assert!(
-        matches!(err, Error::Migration { from: 25, to: SCHEMA_VERSION, ref migration, .. } if migration == "0026_trigger_event_claims"),
+        matches!(&err, Error::Refused { reason: Refusal::Corrupt { detail }, .. }
+            if detail.contains("foreign_key_check found: trigger_firings")
+                && detail.contains("missing agent_triggers row")),
         "{msg}"
     );
-    assert!(msg.contains("FOREIGN KEY constraint failed"), "{msg}");
-    assert!(msg.contains("still at version 25"), "{msg}");
-    assert_eq!(
-        fs::read(&path).unwrap(),
-        before,
-        "the batch rolled back whole"
-    );
+    assert!(msg.contains("The file was left as it was"), "{msg}");
+    assert_eq!(fs::read(&path).unwrap(), before, "nothing was written");
     let status = seed_agents_store::status(&path).unwrap();
     assert!(matches!(
         status.verdict,
@@ -392,8 +392,8 @@ fn a_fresh_install_gives_freed_pages_back_incrementally_and_an_existing_file_kee
     let (_d, fresh) = temp();
     assert_eq!(auto_vacuum(&Store::open(&fresh).unwrap()), 2, "INCREMENTAL");
 
-    // A file made before (here at version 27, as the TypeScript server makes them: NONE) is
-    // migrated without a rewrite, so it keeps its mode; switching it takes a VACUUM.
+    // A small file made before (here at version 27, as the TypeScript server makes them: NONE)
+    // whose migration frees few pages is migrated without a rewrite, so it keeps its mode.
     let (_d, old) = temp();
     at_version(&old, 27);
     let store = Store::open(&old).unwrap();
@@ -402,4 +402,76 @@ fn a_fresh_install_gives_freed_pages_back_incrementally_and_an_existing_file_kee
         Outcome::Migrated { from: 27, .. }
     ));
     assert_eq!(auto_vacuum(&store), 0, "NONE");
+}
+
+/// Migration 31 rebuilds the event log, leaving the old table's pages free: about half of a
+/// file made mostly of events. The open that migrates gives them back with a VACUUM, reported
+/// as a step, and turns on incremental auto-vacuum; every row is still there.
+#[test]
+fn a_migration_that_rebuilds_a_large_table_gives_its_old_pages_back() {
+    let (_d, path) = temp();
+    at_version(&path, 30);
+    write_db(
+        &path,
+        "INSERT INTO accounts VALUES ('acct', 1, 1);
+         INSERT INTO agents (id, account_id, definition_cbor, state_dir, status, created_at, updated_at)
+             VALUES ('agent', 'acct', x'a0', '/tmp/a', 'idle', 1, 1);
+         INSERT INTO sessions (id, account_id, agent_id, status, created_at, updated_at)
+             VALUES ('s', 'acct', 'agent', 'idle', 1, 1);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+         INSERT INTO session_events (id, session_id, seq, event_cbor, created_at)
+             SELECT 'ev-' || i, 's', i, randomblob(200), i FROM n;",
+    );
+    let before = fs::metadata(&path).unwrap().len();
+    let steps = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let seen = steps.clone();
+    let store = Store::options()
+        .on_progress(move |p| match p {
+            Progress::Compacting { free_pages, pages } => seen
+                .borrow_mut()
+                .push(format!("compacting {free_pages} of {pages}")),
+            Progress::Compacted { pages } => seen.borrow_mut().push(format!("compacted {pages}")),
+            Progress::CompactionSkipped { reason } => {
+                seen.borrow_mut().push(format!("skipped: {reason}"))
+            }
+            _ => {}
+        })
+        .open(&path)
+        .unwrap();
+    assert!(matches!(
+        store.outcome(),
+        Outcome::Migrated { from: 30, .. }
+    ));
+    let steps = steps.borrow().clone();
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    assert!(steps[0].starts_with("compacting "), "{steps:?}");
+    assert!(steps[1].starts_with("compacted "), "{steps:?}");
+    let pragma = |name: &str| -> i64 {
+        store
+            .conn()
+            .unwrap()
+            .query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(pragma("auto_vacuum"), 2, "INCREMENTAL");
+    assert!(
+        pragma("freelist_count") < 16,
+        "{}",
+        pragma("freelist_count")
+    );
+    let n: i64 = store
+        .conn()
+        .unwrap()
+        .query_row("SELECT count(*) FROM session_events", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 20_000);
+    drop(store);
+    let after = fs::metadata(&path).unwrap().len();
+    assert!(
+        after < before * 5 / 4,
+        "{before} bytes before, {after} after"
+    );
+    assert!(seed_agents_store::integrity::check(&path)
+        .unwrap()
+        .is_clean());
 }

@@ -231,3 +231,61 @@ fn files_the_user_may_not_touch_are_permission_or_read_only_errors_leaving_nothi
     );
     assert_eq!(files(dir.path()), listing, "no -wal, -shm or file left");
 }
+
+/// The TypeScript server's own version-11 file, in WAL mode.
+const TS_V11: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/ts-server-v11.sqlite"
+);
+
+/// A WAL file needs room for its `-shm` before the first read: with 0 or 8 KiB free, SQLite
+/// reports growing it as an I/O error (code 4874), which is a full disk and says so. The file
+/// is left as it was, and `status`, `check` and `open` read it once there is room again.
+#[test]
+fn a_full_disk_under_a_wal_file_says_full_and_leaves_it_readable() {
+    for free in [0_u64, 8 * 1024] {
+        let Some(fsys) = Tmpfs::mount("2m", "a_full_disk_under_a_wal_file") else {
+            return;
+        };
+        let copy = fsys.point.join("c11.sqlite");
+        fs::copy(TS_V11, &copy).unwrap();
+        let before = fs::read(&copy).unwrap();
+        let filler = fill(&fsys.point);
+        let len = fs::metadata(&filler).unwrap().len();
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&filler)
+            .unwrap()
+            .set_len(len - free)
+            .unwrap();
+
+        let e = Store::open(&copy).unwrap_err();
+        assert!(matches!(e, Error::DiskFull { .. }), "{free} free: {e}");
+        storage_trouble(&e, &copy, "is full");
+        let o = cli(&["open"], &copy, None);
+        assert_eq!(o.status.code(), Some(1), "{o:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("is full"),
+            "{o:?}"
+        );
+        assert_eq!(fs::read(&copy).unwrap(), before);
+
+        fs::remove_file(filler).unwrap();
+        for cmd in ["status", "check"] {
+            let o = cli(&[cmd], &copy, None);
+            assert_eq!(o.status.code(), Some(0), "{cmd}: {o:?}");
+        }
+        assert!(matches!(
+            status(&copy).unwrap().verdict,
+            Verdict::Verified { version: 11, .. }
+        ));
+        assert!(integrity::check(&copy).unwrap().is_clean());
+        assert_eq!(
+            Store::open(&copy).unwrap().outcome(),
+            Outcome::Migrated {
+                from: 11,
+                to: SCHEMA_VERSION
+            }
+        );
+    }
+}

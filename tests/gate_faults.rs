@@ -2,7 +2,9 @@
 //! path under a file, a write to a read-only store, and a failure after a migration committed
 //! are each reported as what they are, naming the path; a damaged or cut-short file is refused
 //! as damaged and left unchanged; `status` and `check` read without writing, never ignore a hot
-//! journal, read any path and leave no `-shm` behind.
+//! journal, read any path and leave no `-shm` behind. An older file is checked whole before it
+//! is migrated: an index that disagrees with its table is refused, not carried to the newest
+//! version. Only a regular file can be a database: a device or a FIFO is named as such.
 
 mod gate_common;
 
@@ -226,7 +228,7 @@ fn a_damaged_older_file_is_refused_before_a_migration_writes() {
     let e = Store::open(&path).unwrap_err();
     let msg = e.to_string();
     assert!(
-        matches!(&e, Error::Refused { reason: Refusal::Corrupt { detail }, .. } if detail.contains("quick_check")),
+        matches!(&e, Error::Refused { reason: Refusal::Corrupt { detail }, .. } if detail.contains("integrity_check")),
         "{msg}"
     );
     assert!(msg.contains(".recover"), "{msg}");
@@ -374,4 +376,137 @@ fn status_and_check_read_a_wal_without_shm_and_leave_no_shm() {
     assert_eq!(left, ["copy.sqlite", "copy.sqlite-wal"]);
     assert_eq!(fs::read(&copy).unwrap(), main);
     assert_eq!(fs::read(dir.path().join("copy.sqlite-wal")).unwrap(), wal);
+}
+
+/// The TypeScript server's own version-11 file (WAL mode, a row or more in every table).
+const TS_V11: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/ts-server-v11.sqlite"
+);
+
+/// A copy of the TypeScript server's version-11 file in `dir` with bytes flipped inside the
+/// cells of `object`'s root page (an index or a table), as a failing disk would leave them.
+fn damaged_v11(dir: &Path, object: &str) -> std::path::PathBuf {
+    let path = dir.join(format!("{object}.sqlite"));
+    fs::copy(TS_V11, &path).unwrap();
+    let conn = Connection::open_with_flags(
+        format!("file:{}?immutable=1", path.display()),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+    )
+    .unwrap();
+    let root: i64 = conn
+        .query_row(
+            "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
+            [object],
+            |r| r.get(0),
+        )
+        .unwrap();
+    drop(conn);
+    let mut bytes = fs::read(&path).unwrap();
+    let page = 4096; // the fixture's page size
+    let at = (root as usize - 1) * page;
+    // Flip a few bytes of a cell's values, leaving the page's structure readable: in an index,
+    // the keys of the first cell (the cell content area starts where the leaf page's header,
+    // bytes 5-6, says); in a table, the last values of the last cell (at the page's end).
+    let index = bytes[at] == 0x0a; // a leaf index page
+    let start = if index {
+        at + u16::from_be_bytes([bytes[at + 5], bytes[at + 6]]) as usize + 2
+    } else {
+        at + page - 40
+    };
+    let (len, mask) = if index { (6, 0x21) } else { (10, 0x55) };
+    for b in &mut bytes[start..start + len] {
+        *b ^= mask;
+    }
+    fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// `quick_check` passes these files (it does not compare an index with its table), so before
+/// the whole-file check they were migrated to the newest version with their damage.
+#[test]
+fn a_damaged_typescript_file_is_refused_whole_and_untouched_before_a_migration() {
+    let dir = tempfile::tempdir().unwrap();
+    // Index pages: quick_check passes them. A table page: whatever the checks make of it.
+    for (object, finding) in [
+        ("agents_by_account", "missing from index agents_by_account"),
+        (
+            "agent_triggers_by_agent",
+            "missing from index agent_triggers_by_agent",
+        ),
+        ("sessions_by_agent", "missing from index sessions_by_agent"),
+        ("agents", ""),
+    ] {
+        let path = damaged_v11(dir.path(), object);
+        let before = fs::read(&path).unwrap();
+        if !finding.is_empty() {
+            let quick: String = Connection::open(&path)
+                .unwrap()
+                .query_row("PRAGMA quick_check", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(
+                quick, "ok",
+                "{object}: quick_check does not see this damage"
+            );
+        }
+        let listing = files(dir.path());
+
+        let e = Store::open(&path).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            matches!(&e, Error::Refused { reason: Refusal::Corrupt { detail }, .. } if detail.contains(finding)),
+            "{object}: {msg}"
+        );
+        assert_eq!(e.kind(), ErrorKind::Refused);
+        assert!(msg.contains("found"), "{msg}");
+        assert!(msg.contains("backup") && msg.contains(".recover"), "{msg}");
+        assert!(!msg.contains("rm ") && !msg.contains("delete"), "{msg}");
+        assert_eq!(
+            fs::read(&path).unwrap(),
+            before,
+            "{object}: left byte for byte"
+        );
+        assert_eq!(
+            files(dir.path()),
+            listing,
+            "{object}: no sidecar left behind"
+        );
+        // `status` still reads it as the version-11 file it claims to be; `check` names the damage.
+        assert!(matches!(
+            status(&path).unwrap().verdict,
+            Verdict::Verified { version: 11, .. }
+        ));
+        let report = integrity::check(&path).unwrap();
+        assert!(
+            report.integrity.iter().any(|l| l.contains(finding)),
+            "{report:?}"
+        );
+        fs::remove_file(&path).unwrap();
+    }
+}
+
+/// A character device, a FIFO: anything but a regular file is named as such, before SQLite
+/// opens it or creates a journal beside it.
+#[test]
+fn a_device_or_a_fifo_given_as_the_path_is_named_as_such() {
+    let null = Path::new("/dev/null");
+    for e in [
+        Store::open(null).unwrap_err(),
+        Store::open_read_only(null).unwrap_err(),
+        status(null).unwrap_err(),
+        integrity::check(null).unwrap_err(),
+    ] {
+        assert!(matches!(e, Error::NotAFilePath { .. }), "{e}");
+        assert!(e.to_string().contains("it is a character device"), "{e}");
+        trouble(&e, null);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("x");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    for e in [Store::open(&fifo).unwrap_err(), status(&fifo).unwrap_err()] {
+        assert!(e.to_string().contains("it is a FIFO"), "{e}");
+        trouble(&e, &fifo);
+    }
+    assert_eq!(files(dir.path()), ["x"], "no journal beside it");
 }

@@ -209,3 +209,142 @@ fn a_store_wide_write_holds_every_append_back() {
         assert_eq!(append.recv().unwrap().unwrap().seq, 1);
     }
 }
+
+/// The variable a child of [`a_stopped_node_holds_the_others_up_only_within_its_bounds`] reads:
+/// the database it stalls on.
+const STALLING: &str = "SEED_TEST_STALLING_NODE";
+
+/// The node that stalls: inside a store-wide write (an idempotent action's transaction) it says
+/// so and waits for its standard input to close. The test stops it there (SIGSTOP), as a node
+/// paused by its host or cut off mid-write would be; the stop comes from outside so that the
+/// node cannot go on before it has taken hold.
+fn stall(url: &str) {
+    use std::io::{Read, Write};
+    let store = Store::options()
+        .idle_in_transaction_timeout(Duration::from_secs(10))
+        .open(url)
+        .unwrap();
+    let action = seed_agents_store::idempotency::Action::CreateSession;
+    let outcome = store.idempotent("acct-stalled", action, Some("stalled-1"), &(), |_, _| {
+        println!("HOLDING");
+        std::io::stdout().flush().unwrap();
+        let mut rest = Vec::new();
+        std::io::stdin().read_to_end(&mut rest).unwrap();
+        Ok(())
+    });
+    println!("RESUMED {}", outcome.is_ok());
+}
+
+/// Kills the child when the test ends, however it ends.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A node stopped (SIGSTOP) while it holds the store's write lock holds the others up only
+/// within the store's bounds: another node's write waits at most its lock timeout
+/// (`busy_timeout`) and fails `Busy`, never hanging; once the stopped node's session has sat
+/// idle in its transaction for its `idle_in_transaction_timeout`, the server ends it, its write
+/// is rolled back, its locks go, and the others write again. Without the bounds the others
+/// waited for as long as the node stayed stopped.
+#[test]
+fn a_stopped_node_holds_the_others_up_only_within_its_bounds() {
+    use std::io::BufRead;
+    if let Ok(url) = std::env::var(STALLING) {
+        return stall(&url);
+    }
+    let Some(db) = TempDb::new("stopped_node") else {
+        return;
+    };
+    // The other node opens first, so that nothing but its write runs while the first is stopped.
+    let other = Store::options()
+        .busy_timeout(Duration::from_millis(300))
+        .open(&db.url)
+        .unwrap();
+    let mut child = Child(
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "a_stopped_node_holds_the_others_up_only_within_its_bounds",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env(STALLING, &db.url)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = std::io::BufReader::new(child.0.stdout.take().unwrap()).lines();
+    assert!(
+        // libtest may print the test's name on the same line first.
+        lines
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|l| l.ends_with("HOLDING")),
+        "the stalling node never held the lock"
+    );
+    let pid = child.0.id().to_string();
+    let signal = |name: &str| {
+        let sent = std::process::Command::new("kill")
+            .args([name, &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill {name} {pid}");
+    };
+    signal("-STOP");
+    let stopped = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('T'))
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !stopped() {
+        assert!(Instant::now() < deadline, "the node did not stop");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    let e = other.touch_account("acct-other").unwrap_err();
+    assert_eq!(e.kind(), seed_agents_store::ErrorKind::Busy, "{e}");
+    // Bounded by the test, not timed: the write goes through once the server has ended the
+    // stopped session (after its 10 s idle timeout), while the node is still stopped.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match other.touch_account("acct-other") {
+            Ok(()) => break,
+            Err(e) if e.kind() == seed_agents_store::ErrorKind::Busy => {
+                assert!(Instant::now() < deadline, "still waiting: {e}");
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(
+        stopped(),
+        "the node was still stopped when the others went on"
+    );
+    signal("-CONT");
+    drop(child.0.stdin.take()); // lets the node go on to its commit
+                                // Read to the end, so the child's last lines find a reader.
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let resumed = rest.iter().find(|l| l.contains("RESUMED"));
+    assert!(
+        resumed.is_some_and(|l| l.ends_with("RESUMED false")),
+        "the stopped node's write was rolled back: {resumed:?}"
+    );
+    let accounts: i64 = db
+        .client()
+        .query_one(
+            "SELECT count(*) FROM action_idempotency WHERE account_id = 'acct-stalled'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(accounts, 0);
+}

@@ -393,3 +393,226 @@ fn the_cli_takes_a_database_url_from_the_flag_or_the_environment() {
     );
     assert_eq!(contents(&mut client), before);
 }
+
+/// What the translation rewrites to keep SQLite's meaning, run on both backends over the values
+/// where the dialects part: `LIKE` folds ASCII case only and escapes nothing, `lower`/`upper`
+/// fold ASCII letters only, scalar `max`/`min` are NULL when an argument is. Every answer of the
+/// translated statement on PostgreSQL equals SQLite's.
+#[test]
+fn translated_statements_answer_as_sqlite_does() {
+    let Some(db) = TempDb::new("translated_statements") else {
+        return;
+    };
+    let mut pg = db.client();
+    let lite = rusqlite::Connection::open_in_memory().unwrap();
+    // id, title, a, b
+    type Row<'a> = (&'a str, Option<&'a str>, Option<i64>, Option<i64>);
+    let rows: [Row<'_>; 8] = [
+        ("1", Some("Hello"), Some(1), Some(2)),
+        ("2", Some("hello"), Some(5), None),
+        ("3", Some("HÉLLO"), None, Some(3)),
+        ("4", Some("hÉllo"), None, None),
+        ("5", Some("a_b"), Some(-1), Some(-2)),
+        ("6", Some("axb"), Some(7), Some(7)),
+        ("7", Some("a\\b"), Some(0), Some(9)),
+        ("8", None, Some(3), Some(1)),
+    ];
+    pg.batch_execute("CREATE TABLE t (id text COLLATE \"C\" PRIMARY KEY, title text COLLATE \"C\", a bigint, b bigint)")
+        .unwrap();
+    lite.execute_batch("CREATE TABLE t (id TEXT PRIMARY KEY, title TEXT, a INTEGER, b INTEGER)")
+        .unwrap();
+    for (id, title, a, b) in rows {
+        pg.execute(
+            "INSERT INTO t VALUES ($1, $2, $3, $4)",
+            &[&id, &title, &a, &b],
+        )
+        .unwrap();
+        lite.execute("INSERT INTO t VALUES (?1, ?2, ?3, ?4)", (id, title, a, b))
+            .unwrap();
+    }
+    let none = Default::default();
+    // Each answer row as text, NULL as "-".
+    let on_sqlite = |sql: &str, param: Option<&str>| -> Vec<String> {
+        let mut stmt = lite.prepare(sql).unwrap();
+        let columns = stmt.column_count();
+        let params: Vec<&dyn rusqlite::ToSql> = param.iter().map(|p| p as _).collect();
+        stmt.query_map(params.as_slice(), |r| {
+            Ok((0..columns)
+                .map(|i| match r.get_ref(i).unwrap() {
+                    rusqlite::types::ValueRef::Null => "-".to_string(),
+                    rusqlite::types::ValueRef::Integer(n) => n.to_string(),
+                    v => String::from_utf8_lossy(v.as_bytes().unwrap()).into_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join("|"))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+    };
+    let mut on_postgres = |sql: &str, param: Option<&str>| -> Vec<String> {
+        let translated = dialect::translate(sql, usize::from(param.is_some()), &none).unwrap();
+        let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            param.iter().map(|p| p as _).collect();
+        pg.query(&translated, &params)
+            .unwrap_or_else(|e| panic!("{translated}: {e}"))
+            .iter()
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| {
+                        match r.columns()[i].type_() {
+                            &postgres::types::Type::INT8 => {
+                                r.get::<_, Option<i64>>(i).map(|n| n.to_string())
+                            }
+                            _ => r.get::<_, Option<String>>(i),
+                        }
+                        .unwrap_or_else(|| "-".into())
+                    })
+                    .collect::<Vec<_>>()
+                    .join("|")
+            })
+            .collect()
+    };
+    let like = "SELECT id FROM t WHERE title LIKE ?1 ORDER BY id";
+    let not_like = "SELECT id FROM t WHERE title NOT LIKE ?1 ORDER BY id";
+    for pattern in [
+        "hello", "HELLO", "h%", "hÉllo", "hé%", "a_b", "a\\_b", "a\\b", "%\\%", "_",
+    ] {
+        for sql in [like, not_like] {
+            assert_eq!(
+                on_postgres(sql, Some(pattern)),
+                on_sqlite(sql, Some(pattern)),
+                "{sql} with {pattern:?}"
+            );
+        }
+    }
+    for sql in [
+        "SELECT id, lower(title), upper(title) FROM t ORDER BY id",
+        "SELECT id, max(a, b), min(a, b), max(a, 2, b) FROM t ORDER BY id",
+        "SELECT max(a), min(b), count(*) FROM t",
+        "SELECT id FROM t WHERE title LIKE 'A%' ESCAPE '!' ORDER BY id",
+    ] {
+        assert_eq!(on_postgres(sql, None), on_sqlite(sql, None), "{sql}");
+    }
+}
+
+/// Every `query!`/`query_as!` statement in `source`, as written (the first string literal of the
+/// macro's arguments).
+fn checked_statements(source: &str) -> Vec<String> {
+    use proc_macro2::{TokenStream, TokenTree};
+    fn walk(tokens: TokenStream, out: &mut Vec<String>) {
+        let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+        for (i, t) in tokens.iter().enumerate() {
+            let TokenTree::Group(g) = t else { continue };
+            let is_macro = i >= 2
+                && matches!(&tokens[i - 1], TokenTree::Punct(p) if p.as_char() == '!')
+                && matches!(&tokens[i - 2], TokenTree::Ident(id)
+                    if id == "query" || id == "query_as");
+            if is_macro {
+                let sql = g.stream().into_iter().find_map(|t| match t {
+                    TokenTree::Literal(l) => syn::parse_str::<syn::LitStr>(&l.to_string()).ok(),
+                    _ => None,
+                });
+                out.extend(sql.map(|l| l.value()));
+            }
+            walk(g.stream(), out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(source.parse().expect("the store's sources lex"), &mut out);
+    out
+}
+
+/// Prepares `pg` as the store does: a parameter the server cannot type from the statement alone
+/// (`$2 IS NULL OR id = $2`, a recursive query's seed) is typed by the value bound to it, which
+/// is text wherever the store's statements leave one open.
+fn prepare(client: &mut postgres::Client, pg: &str) -> Result<(), String> {
+    let mut types = Vec::new();
+    loop {
+        let e = match client.prepare_typed(pg, &types) {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        let message = e
+            .as_db_error()
+            .map_or(e.to_string(), |d| d.message().to_string());
+        let open = message
+            .strip_prefix("could not determine data type of parameter $")
+            .and_then(|n| n.parse::<usize>().ok());
+        match open {
+            Some(n)
+                if types
+                    .get(n - 1)
+                    .is_none_or(|t| *t == postgres::types::Type::UNKNOWN) =>
+            {
+                types.resize(types.len().max(n), postgres::types::Type::UNKNOWN);
+                types[n - 1] = postgres::types::Type::TEXT;
+            }
+            _ => return Err(message),
+        }
+    }
+}
+
+/// The `.rs` files under `dir`, recursively, sorted.
+fn sources(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(sources(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The store's files (under `store/`) whose checked statements run only on a SQLite store: the
+/// gate and the planner statistics read SQLite's own catalog, and the migrator stamps SQLite's
+/// version its own way (PostgreSQL's are in `store/postgres/`).
+const SQLITE_ONLY: &[&str] = &["gate.rs", "statistics.rs", "migrate.rs"];
+
+/// Every checked statement of the store (each `query!`/`query_as!` in `store/`), translated as
+/// the macros translate it, is prepared on a live server holding the newest schema: the tables,
+/// columns and types it names exist there and line up, which the compile-time check cannot see.
+#[test]
+fn every_checked_statement_of_the_store_prepares_on_postgres() {
+    let Some(db) = TempDb::new("checked_statements") else {
+        return;
+    };
+    drop(seed_agents_store::Store::open(&db.url).unwrap());
+    let latest =
+        Schema::from_canonical_json(schema::MODELS[schema::SCHEMA_VERSION as usize]).unwrap();
+    let non_null = dialect::non_null_columns(latest.tables.values());
+    let mut client = db.client();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("store");
+    let (mut prepared, mut failures) = (0, Vec::new());
+    for file in sources(&root) {
+        let relative = file
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if SQLITE_ONLY.contains(&relative.as_str()) {
+            continue;
+        }
+        for sql in checked_statements(&std::fs::read_to_string(&file).unwrap()) {
+            // The macro knows the parameter count; the translation accepts exactly that one.
+            let Some(pg) = (0..=64).find_map(|n| dialect::translate(&sql, n, &non_null).ok())
+            else {
+                failures.push(format!("{}: no translation: {sql}", file.display()));
+                continue;
+            };
+            match prepare(&mut client, &pg) {
+                Ok(()) => prepared += 1,
+                Err(e) => failures.push(format!("{}: {e}\n  {pg}", file.display())),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(prepared > 100, "only {prepared} statements found");
+    backend::say(&format!(
+        "prepared {prepared} checked statements of the store on PostgreSQL"
+    ));
+}

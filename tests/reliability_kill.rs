@@ -47,6 +47,11 @@ const APPEND_ROUNDS: u64 = 10;
 const DB: &str = "RELIABILITY_KILL_DB";
 const SESSIONS: &str = "RELIABILITY_KILL_SESSIONS";
 const INDEX: &str = "RELIABILITY_KILL_INDEX";
+/// Threads an appender runs, sharing its one store.
+const THREADS: &str = "RELIABILITY_KILL_THREADS";
+/// The trial of one process's threads sharing a store (its writer thread, its batches).
+const SHARED_THREADS: usize = 32;
+const SHARED_KILLS: u64 = 24;
 
 /// Builds the old database: version `OLD`, one account, agent, session and trigger, `RUNS` runs
 /// with untitled rows and a few hundred bytes of source each, and `FIRINGS` activity firings.
@@ -227,7 +232,7 @@ struct Appender {
     reader: std::thread::JoinHandle<()>,
 }
 
-fn spawn_appender(path: &Path, sessions: &[String], index: usize) -> Appender {
+fn spawn_appender(path: &Path, sessions: &[String], index: usize, threads: usize) -> Appender {
     let mut child = spawn(
         "append_child",
         "appender",
@@ -235,6 +240,7 @@ fn spawn_appender(path: &Path, sessions: &[String], index: usize) -> Appender {
             (DB, path.display().to_string()),
             (SESSIONS, sessions.join(",")),
             (INDEX, index.to_string()),
+            (THREADS, threads.to_string()),
         ],
     );
     let stdout = child.stdout.take().unwrap();
@@ -269,7 +275,7 @@ fn kill_9_during_appends_by_several_processes_loses_no_acknowledged_append() {
     let mut kills = 0;
     for round in 0..APPEND_ROUNDS {
         let mut appenders: Vec<_> = (0..APPENDERS)
-            .map(|i| spawn_appender(&path, &sessions, i))
+            .map(|i| spawn_appender(&path, &sessions, i, 1))
             .collect();
         // The clock starts once every appender has committed something.
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -301,47 +307,7 @@ fn kill_9_during_appends_by_several_processes_loses_no_acknowledged_append() {
             acknowledged.extend(a.acks.lock().unwrap().drain(..));
         }
 
-        let ctx = format!("round {round}");
-        let conn = Connection::open(&path).unwrap();
-        assert_eq!(integrity(&conn), "ok", "{ctx}");
-        for ack in &acknowledged {
-            let mut parts = ack.split(' ');
-            let (session, seq, id) = (
-                parts.next().unwrap(),
-                parts.next().unwrap(),
-                parts.next().unwrap(),
-            );
-            let stored: Option<String> = conn
-                .query_row(
-                    "SELECT id FROM session_events WHERE session_id = ?1 AND seq = ?2",
-                    params![session, seq.parse::<i64>().unwrap()],
-                    |r| r.get(0),
-                )
-                .ok();
-            assert_eq!(
-                stored.as_deref(),
-                Some(id),
-                "{ctx}: acknowledged append {ack} is missing"
-            );
-        }
-        let seqs: BTreeMap<String, (i64, i64)> = conn
-            .prepare("SELECT session_id, COUNT(*), COALESCE(MAX(seq), 0) FROM session_events GROUP BY session_id")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
-        for (session, (n, max)) in &seqs {
-            assert_eq!(n, max, "{ctx}: the seqs of {session} have a gap");
-        }
-        drop(conn);
-        let store = Store::open(&path).unwrap_or_else(|e| panic!("{ctx}: re-open: {e}"));
-        assert_eq!(
-            store.outcome(),
-            Outcome::Current {
-                version: SCHEMA_VERSION
-            }
-        );
+        check_acknowledged(&path, &acknowledged, &format!("round {round}"));
     }
     assert!(acknowledged.len() >= APPENDERS * APPEND_ROUNDS as usize);
     println!(
@@ -350,8 +316,92 @@ fn kill_9_during_appends_by_several_processes_loses_no_acknowledged_append() {
     );
 }
 
+/// Every acknowledged append (`session seq id`) is in the file, the file is whole, no session's
+/// seqs have a gap, and the store opens at the current version.
+fn check_acknowledged(path: &Path, acknowledged: &[String], ctx: &str) {
+    let conn = Connection::open(path).unwrap();
+    assert_eq!(integrity(&conn), "ok", "{ctx}");
+    for ack in acknowledged {
+        let mut parts = ack.split(' ');
+        let (session, seq, id) = (
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+        );
+        let stored: Option<String> = conn
+            .query_row(
+                "SELECT id FROM session_events WHERE session_id = ?1 AND seq = ?2",
+                params![session, seq.parse::<i64>().unwrap()],
+                |r| r.get(0),
+            )
+            .ok();
+        assert_eq!(
+            stored.as_deref(),
+            Some(id),
+            "{ctx}: acknowledged append {ack} is missing"
+        );
+    }
+    let seqs: BTreeMap<String, (i64, i64)> = conn
+        .prepare("SELECT session_id, COUNT(*), COALESCE(MAX(seq), 0) FROM session_events GROUP BY session_id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    for (session, (n, max)) in &seqs {
+        assert_eq!(n, max, "{ctx}: the seqs of {session} have a gap");
+    }
+    drop(conn);
+    let store = Store::open(path).unwrap_or_else(|e| panic!("{ctx}: re-open: {e}"));
+    assert_eq!(
+        store.outcome(),
+        Outcome::Current {
+            version: SCHEMA_VERSION
+        }
+    );
+}
+
+/// 32 threads of one process share one store, so their appends are batched by its writer
+/// thread; the process is killed at a random moment, 24 times. Every append a thread saw
+/// acknowledged is in the file.
+#[test]
+fn kill_9_during_appends_by_32_threads_sharing_one_store_loses_no_acknowledged_append() {
+    if role().is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agents.sqlite");
+    let (store, sessions) = store_with_sessions(&path, SHARED_THREADS + 1);
+    drop(store);
+    let mut rng = StdRng::seed_from_u64(0x73686172);
+    let mut acknowledged: Vec<String> = Vec::new();
+    for kill in 0..SHARED_KILLS {
+        let mut appender = spawn_appender(&path, &sessions, 0, SHARED_THREADS);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while appender.acks.lock().unwrap().is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "kill {kill}: nothing was appended"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::thread::sleep(Duration::from_millis(rng.gen_range(0..300)));
+        appender.child.kill().unwrap();
+        let status = appender.child.wait().unwrap();
+        assert_eq!(status.signal(), Some(SIGKILL), "kill {kill}: {status}");
+        appender.reader.join().unwrap();
+        acknowledged.extend(appender.acks.lock().unwrap().drain(..));
+        check_acknowledged(&path, &acknowledged, &format!("kill {kill}"));
+    }
+    println!(
+        "{SHARED_KILLS} kills of {SHARED_THREADS} threads sharing one store, {} acknowledged appends, all present",
+        acknowledged.len()
+    );
+}
+
 /// The child side: appends in turn to the shared session and its own, printing
-/// `ACK session seq id` after each commit, until it is killed.
+/// `ACK session seq id` after each commit, until it is killed; with several threads, each
+/// thread has a session of its own.
 #[test]
 fn append_child() {
     if role().as_deref() != Some("appender") {
@@ -363,16 +413,24 @@ fn append_child() {
         .map(str::to_owned)
         .collect();
     let index: usize = std::env::var(INDEX).unwrap().parse().unwrap();
+    let threads: usize = std::env::var(THREADS).unwrap().parse().unwrap();
     let store = Store::open(std::env::var(DB).unwrap()).unwrap();
-    for n in 0u64.. {
-        let session = if n % 2 == 0 {
-            &sessions[0]
-        } else {
-            &sessions[1 + index]
-        };
-        let appended = store
-            .append_event(ACCOUNT, session, &message(format!("{index} {n}")))
-            .unwrap();
-        println!("ACK {session} {} {}", appended.seq, appended.id);
-    }
+    let append = |own: usize| {
+        for n in 0u64.. {
+            let session = if n % 2 == 0 {
+                &sessions[0]
+            } else {
+                &sessions[1 + own]
+            };
+            let appended = store
+                .append_event(ACCOUNT, session, &message(format!("{own} {n}")))
+                .unwrap();
+            println!("ACK {session} {} {}", appended.seq, appended.id);
+        }
+    };
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            s.spawn(move || append(index * threads + t));
+        }
+    });
 }

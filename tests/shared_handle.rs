@@ -240,6 +240,20 @@ fn the_log_is_checkpointed_after_commits_not_left_to_grow() {
     assert!(wal.len() < 12 << 20, "the log grew to {} bytes", wal.len());
     let db = std::fs::metadata(&path).unwrap();
     assert!(db.len() > 16 << 20, "the events reached the database file");
+    // One checkpoint per 1,000 pages of log: the events' own 6,000, and a few pages of index
+    // and rollups per commit.
+    checkpointed_per_pages_not_per_commit(&store);
+}
+
+/// A checkpoint per 1,000 pages of log, never one per commit once the log first reached 1,000
+/// pages (a checkpoint beside the writer never caught up, so every later commit asked for
+/// another): at least a few, at most one per 20 commits.
+fn checkpointed_per_pages_not_per_commit(store: &Store) {
+    let (checkpoints, commits) = (store.checkpoints(), store.commit_stats().batches);
+    assert!(
+        (3..=commits / 20).contains(&checkpoints),
+        "{checkpoints} checkpoints in {commits} commits"
+    );
 }
 
 #[test]
@@ -247,9 +261,9 @@ fn the_log_stays_bounded_while_several_threads_keep_writing() {
     let (_dir, store) = fast_store();
     let path = store.path().to_path_buf();
     let sessions: Vec<String> = (0..4).map(|_| session(&store)).collect();
-    // About 48 MB through the log from 4 threads that never pause: a checkpoint running beside
-    // the writer never catches up with it, so the log must at some point be checkpointed while
-    // no batch is open, or it never restarts from its beginning.
+    // About 48 MB through the log from 4 threads that never pause: only a checkpoint that runs
+    // while no batch is open catches up with the writer and lets the log restart from its
+    // beginning.
     let text = "x".repeat(8 * 1024);
     let barrier = Arc::new(Barrier::new(sessions.len()));
     let threads: Vec<_> = sessions
@@ -269,4 +283,6 @@ fn the_log_stays_bounded_while_several_threads_keep_writing() {
     }
     let wal = std::fs::metadata(path.with_extension("sqlite-wal")).unwrap();
     assert!(wal.len() < 32 << 20, "the log grew to {} bytes", wal.len());
+    // Tens of checkpoints: 12,000 pages of events, and index and rollup pages per commit.
+    checkpointed_per_pages_not_per_commit(&store);
 }

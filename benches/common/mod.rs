@@ -102,7 +102,8 @@ pub fn now_ms() -> i64 {
 }
 
 /// The append, written by hand: the same statements as the store's, the same rollup rule
-/// (a user message in a top-level session moves the message columns).
+/// (a user message in a top-level session moves the message columns), one `BEGIN IMMEDIATE`
+/// transaction per append.
 pub fn plain_append(
     conn: &mut Connection,
     now: i64,
@@ -113,6 +114,13 @@ pub fn plain_append(
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .unwrap();
+    plain_append_statements(&tx, now, session_id, &bytes);
+    tx.commit().unwrap();
+}
+
+/// The statements of [`plain_append`], inside a transaction the caller opened, for an event
+/// already encoded.
+pub fn plain_append_statements(tx: &Connection, now: i64, session_id: &str, bytes: &[u8]) {
     let (agent_id, top_level, seq): (String, bool, i64) = tx
         .prepare_cached(
             "SELECT s.agent_id, s.parent_session_id IS NULL, \
@@ -131,7 +139,7 @@ pub fn plain_append(
          VALUES (?1, ?2, ?3, ?4, ?5)",
     )
     .unwrap()
-    .execute((new_id(), session_id, seq, &bytes, now))
+    .execute((new_id(), session_id, seq, bytes, now))
     .unwrap();
     assert!(top_level);
     tx.prepare_cached(
@@ -147,7 +155,6 @@ pub fn plain_append(
     .unwrap()
     .execute((now, "user", session_id))
     .unwrap();
-    tx.commit().unwrap();
 }
 
 /// Writes, through a plain connection (the store's writes are its operations only), the rows a

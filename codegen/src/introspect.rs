@@ -14,6 +14,52 @@ pub fn is_foreign_object(name: &str) -> bool {
     lower.starts_with("sqlite_") || lower.starts_with("_litestream_")
 }
 
+/// The catalog as the text the structure is derived from: type, name, table and SQL of each row
+/// of `main.sqlite_schema` that is ours (not [`is_foreign_object`]), in a fixed order, each field
+/// length-prefixed so that no two catalogs share a text. [`introspect()`] reads nothing that this
+/// text does not determine, so two files with one text have one structure. `None` when a field
+/// is neither text nor NULL (a catalog written around SQLite).
+///
+/// # Errors
+/// SQLite's, reading the catalog.
+pub fn catalog_text(conn: &Connection) -> rusqlite::Result<Option<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT type, name, tbl_name, sql FROM main.sqlite_schema ORDER BY type, name",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut text = String::new();
+    while let Some(row) = rows.next()? {
+        let mut fields = [None; 4];
+        for (i, field) in fields.iter_mut().enumerate() {
+            *field = match row.get_ref(i)? {
+                rusqlite::types::ValueRef::Null => None,
+                rusqlite::types::ValueRef::Text(t) => match std::str::from_utf8(t) {
+                    Ok(t) => Some(t),
+                    Err(_) => return Ok(None),
+                },
+                _ => return Ok(None),
+            };
+        }
+        let ours = |f: Option<&str>| !f.is_some_and(is_foreign_object);
+        if !ours(fields[1]) || !ours(fields[2]) {
+            continue;
+        }
+        for field in fields {
+            match field {
+                // A length prefix starts with a digit: `-` cannot be mistaken for one.
+                None => text.push('-'),
+                Some(f) => {
+                    text.push_str(&f.len().to_string());
+                    text.push(':');
+                    text.push_str(f);
+                }
+            }
+        }
+        text.push('\n');
+    }
+    Ok(Some(text))
+}
+
 /// Reads every table, index, foreign key, trigger and view of the `main` schema.
 pub fn introspect(conn: &Connection) -> rusqlite::Result<Schema> {
     let mut schema = Schema::default();

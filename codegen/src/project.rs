@@ -52,6 +52,10 @@ pub struct Project {
     /// The structure of a fresh install from schema.sql (equal to `versions[N]`, with schema.sql's
     /// column order).
     pub fresh: Schema,
+    /// The catalog texts ([`introspect::catalog_text`](crate::introspect::catalog_text)) of the
+    /// newest version as this build writes it: a fresh install, then (when it differs) a
+    /// database migrated from genesis.
+    pub catalogs: Vec<String>,
     /// Where each object came from.
     pub provenance: Provenance,
     /// Doc comments and annotations of schema.sql.
@@ -95,9 +99,14 @@ impl Project {
             schema_path,
             schema_sql,
             fresh,
+            catalog,
             annotations,
         } = Baseline::from_sql(schema_path, schema_sql)?;
-        let versions = replay_versions(&migrations)?;
+        let (versions, migrated) = replay_versions(&migrations)?;
+        let mut catalogs = vec![catalog];
+        if migrated != catalogs[0] {
+            catalogs.push(migrated);
+        }
         let provenance = provenance(&versions);
         let latest = versions.last().expect("genesis always exists");
         let diffs = diff::diff(&fresh, latest);
@@ -118,6 +127,7 @@ impl Project {
             migrations,
             versions,
             fresh,
+            catalogs,
             provenance,
             annotations,
             warnings,
@@ -154,6 +164,9 @@ pub struct Baseline {
     pub schema_sql: String,
     /// The structure SQLite builds from it.
     pub fresh: Schema,
+    /// The catalog text of that fresh install
+    /// ([`introspect::catalog_text`](crate::introspect::catalog_text)).
+    pub catalog: String,
     /// Its doc comments and annotations.
     pub annotations: Annotations,
 }
@@ -166,12 +179,13 @@ impl Baseline {
     pub fn from_sql(path: impl Into<PathBuf>, sql: impl Into<String>) -> Result<Baseline> {
         let schema_path = path.into();
         let schema_sql = sql.into();
-        let fresh = replay_fresh(&schema_path, &schema_sql)?;
+        let (fresh, catalog) = replay_fresh(&schema_path, &schema_sql)?;
         let annotations = annotations::parse(&schema_path, &schema_sql, &fresh)?;
         Ok(Baseline {
             schema_path,
             schema_sql,
             fresh,
+            catalog,
             annotations,
         })
     }
@@ -243,22 +257,39 @@ fn model(conn: &Connection, what: impl Fn() -> String) -> Result<Schema> {
     })
 }
 
-fn replay_fresh(path: &Path, sql_text: &str) -> Result<Schema> {
+/// The structure of a fresh install from `sql_text`, and its catalog text.
+fn replay_fresh(path: &Path, sql_text: &str) -> Result<(Schema, String)> {
     let conn = memory()?;
     execute_file(&conn, path, sql_text)?;
-    model(&conn, || "schema.sql".into())
+    let what = || "schema.sql".to_string();
+    Ok((model(&conn, what)?, catalog(&conn, what)?))
 }
 
-fn replay_versions(migrations: &[Migration]) -> Result<Vec<Schema>> {
+/// The structure at every version, and the catalog text of the newest.
+fn replay_versions(migrations: &[Migration]) -> Result<(Vec<Schema>, String)> {
     let conn = memory()?;
     let mut versions = Vec::with_capacity(migrations.len());
+    let what = |v: u32| move || format!("migrations at version {v}");
     for m in migrations {
         execute_file(&conn, &m.path, &m.sql)?;
-        versions.push(model(&conn, || {
-            format!("migrations at version {}", m.version)
-        })?);
+        versions.push(model(&conn, what(m.version))?);
     }
-    Ok(versions)
+    let latest = migrations.last().map_or(0, |m| m.version);
+    Ok((versions, catalog(&conn, what(latest))?))
+}
+
+fn catalog(conn: &Connection, what: impl Fn() -> String) -> Result<String> {
+    match crate::introspect::catalog_text(conn) {
+        Ok(Some(text)) => Ok(text),
+        Ok(None) => Err(Error::Introspect {
+            what: what(),
+            source: rusqlite::Error::InvalidQuery,
+        }),
+        Err(source) => Err(Error::Introspect {
+            what: what(),
+            source,
+        }),
+    }
 }
 
 fn provenance(versions: &[Schema]) -> Provenance {

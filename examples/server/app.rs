@@ -59,14 +59,16 @@ pub fn router(store: AsyncStore) -> Router {
 /// - `Refused`: 500, the schema gate refuses a file only when the store opens, so seeing it on
 ///   a request is a fault of the server's deployment, not something a client can retry past;
 /// - `Storage`: 500, the disk or the file failed (507 would blame the request's size, which is
-///   rarely the cause).
+///   rarely the cause);
+/// - `Corrupt`: 500, what is stored cannot be read (a payload that does not decode, a secret
+///   that does not authenticate): the server's data is at fault, not the request.
 pub fn status_of(kind: ErrorKind) -> StatusCode {
     match kind {
         ErrorKind::NotFound => StatusCode::NOT_FOUND,
         ErrorKind::Invalid => StatusCode::BAD_REQUEST,
         ErrorKind::Conflict => StatusCode::CONFLICT,
         ErrorKind::Busy => StatusCode::SERVICE_UNAVAILABLE,
-        ErrorKind::Refused | ErrorKind::Storage | ErrorKind::Internal => {
+        ErrorKind::Refused | ErrorKind::Storage | ErrorKind::Corrupt | ErrorKind::Internal => {
             StatusCode::INTERNAL_SERVER_ERROR
         }
         // `ErrorKind` is non-exhaustive: a kind added later is a server fault until mapped.

@@ -254,6 +254,11 @@ impl AsyncStore {
         self.store.commit_stats()
     }
 
+    /// [`Store::checkpoints`] (no I/O: not a future).
+    pub fn checkpoints(&self) -> u64 {
+        self.store.checkpoints()
+    }
+
     /// [`Store::select`] as a future. The statement is rendered to SQL when this is called,
     /// on the calling task (no I/O), and run on the blocking pool: a sea-query statement is
     /// neither `Send` nor `Sync`, so the future must not hold it, and is `Send` because it does
@@ -296,15 +301,18 @@ impl AsyncStore {
 
 /// Runs `f` on the blocking pool. A panic in `f` resumes here, on the awaiting task, as if `f`
 /// had run inline: the caller sees the operation's own panic, not an error made up for it.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+///
+/// # Errors
+/// [`Error::RuntimeShutDown`](crate::Error::RuntimeShutDown) when the runtime shut down before
+/// `f` started (a blocking task is cancelled only then): `f` never ran. A runtime shutting
+/// down (a server stopping, a test's runtime dropped) can still be polling the awaiting task
+/// at that moment, so this is an error for the caller, not a panic.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     match tokio::task::spawn_blocking(f).await {
         Ok(value) => value,
         Err(e) => match e.try_into_panic() {
             Ok(payload) => std::panic::resume_unwind(payload),
-            // A blocking task is cancelled only when its runtime shuts down before it starts,
-            // and that shutdown drops every task awaiting one on it: only a future polled off
-            // the runtime can get here, and the operation never ran.
-            Err(e) => panic!("the tokio runtime shut down before the store operation ran: {e}"),
+            Err(_) => Err(crate::Error::RuntimeShutDown),
         },
     }
 }

@@ -77,11 +77,19 @@ pub(crate) fn open(
     progress: bool,
 ) -> Result<ExitCode, Failure> {
     let bar = progress.then(migration_bar);
-    let mut options = Store::options();
-    if let Some(bar) = bar.clone() {
-        options = options.on_progress(move |p| draw(&bar, p));
-    }
-    let opened = options.open(path);
+    let drawn = bar.clone();
+    let opened = Store::options()
+        .on_progress(move |p| match &drawn {
+            Some(bar) => draw(bar, p),
+            // Without a terminal only what an operator must know is said: the file keeps its
+            // free pages.
+            None => {
+                if let Progress::CompactionSkipped { reason } = p {
+                    let _ = writeln!(io::stderr(), "{}", not_compacted(reason));
+                }
+            }
+        })
+        .open(path);
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -119,6 +127,14 @@ pub(crate) fn open(
     Ok(ExitCode::SUCCESS)
 }
 
+/// What a compaction that failed after a migration leaves.
+fn not_compacted(reason: &str) -> String {
+    format!(
+        "not compacted after the migration ({reason}): the migrated file is complete and keeps \
+         its free pages, which later writes reuse"
+    )
+}
+
 /// A bar on stderr, hidden until opening reports a step (a current file reports none).
 fn migration_bar() -> ProgressBar {
     let bar = ProgressBar::hidden();
@@ -139,7 +155,9 @@ fn draw(bar: &ProgressBar, p: Progress<'_>) {
             bar.set_length(1);
             bar.set_message(format!("installing version {version}"));
         }
-        Progress::Checking => bar.set_message("quick_check before migrating"),
+        Progress::Checking => {
+            bar.set_message("checking the whole file (integrity, foreign keys) before migrating")
+        }
         Progress::Migrating { step, steps, name } => {
             bar.set_length(steps as u64);
             bar.set_position(step as u64 - 1);
@@ -155,6 +173,13 @@ fn draw(bar: &ProgressBar, p: Progress<'_>) {
             bar.println(format!("[{step}/{steps}] {name}: {rows} rows"));
         }
         Progress::Verifying => bar.set_message("verifying the migrated structure"),
+        Progress::Compacting { free_pages, pages } => bar.set_message(format!(
+            "giving back the {free_pages} of {pages} pages the migration left free (VACUUM)"
+        )),
+        Progress::Compacted { pages } => {
+            bar.println(format!("compacted: the file holds {pages} pages"))
+        }
+        Progress::CompactionSkipped { reason } => bar.println(not_compacted(reason)),
         _ => {}
     }
 }

@@ -129,7 +129,41 @@ pub fn append_event(
     session_id: &str,
     event: &SessionEventPayload,
 ) -> Result<Appended> {
-    let event_cbor = Cbor::encode(event)?;
+    append_encoded(conn, now, account_id, session_id, &Encoded::of(event)?)
+}
+
+/// What an append needs of its event, taken before the write: its bytes, its type and who it
+/// counts as for the message rollups. Encoding is the costliest part of an append and needs no
+/// writer, so it runs on the caller's thread, and the operation owns what it writes.
+struct Encoded {
+    cbor: Cbor<SessionEventPayload>,
+    kind: Option<String>,
+    from: Option<SessionActor>,
+}
+
+impl Encoded {
+    fn of(event: &SessionEventPayload) -> Result<Encoded> {
+        let cbor = if event.has_no_extra() {
+            Cbor::from_bytes(crate::cbor::to_vec_unshadowed(event)?)
+        } else {
+            Cbor::encode(event)?
+        };
+        Ok(Encoded {
+            cbor,
+            kind: event.event_type().map(str::to_owned),
+            from: message_from(event),
+        })
+    }
+}
+
+/// [`append_event`] for an event already encoded.
+fn append_encoded(
+    conn: &Db,
+    now: i64,
+    account_id: &str,
+    session_id: &str,
+    event: &Encoded,
+) -> Result<Appended> {
     // The session's agent, whether it is top level, and the next seq, in one read that also
     // checks the account: another account's session is not found, like an unknown one.
     let session = query!(
@@ -151,12 +185,12 @@ pub fn append_event(
         id: ids::new_id(),
         session_id: session_id.into(),
         seq,
-        event_cbor,
+        event_cbor: event.cbor.clone(),
         created_at: now,
     };
     session_events::insert(conn, &row)?;
-    let kind = event.event_type();
-    match message_from(event).filter(|_| top_level) {
+    let kind = event.kind.as_deref();
+    match event.from.as_ref().filter(|_| top_level) {
         Some(from) => {
             query!(
                 "UPDATE agents SET activity_at = ?1, activity_kind = ?2, \
@@ -214,8 +248,11 @@ impl Store {
         session_id: &str,
         event: &SessionEventPayload,
     ) -> Result<Appended> {
-        let appended = self.write_account(account_id, |tx, now| {
-            append_event(tx, now, account_id, session_id, event)
+        let (account, session) = (account_id.to_owned(), session_id.to_owned());
+        let appended = Encoded::of(event).and_then(|event| {
+            self.write_owned(account_id, move |tx, now| {
+                append_encoded(tx, now, &account, &session, &event)
+            })
         });
         self.audit_refused(account_id, appended)
     }
@@ -256,11 +293,15 @@ impl Store {
         if events.is_empty() {
             return Err(invalid("events", "must hold at least one event"));
         }
-        let appended = self.write_account(account_id, |tx, now| {
-            events
-                .iter()
-                .map(|event| append_event(tx, now, account_id, session_id, event))
-                .collect()
+        let (account, session) = (account_id.to_owned(), session_id.to_owned());
+        let encoded = events.iter().map(Encoded::of).collect::<Result<Vec<_>>>();
+        let appended = encoded.and_then(|events| {
+            self.write_owned(account_id, move |tx, now| {
+                events
+                    .iter()
+                    .map(|event| append_encoded(tx, now, &account, &session, event))
+                    .collect()
+            })
         });
         self.audit_refused(account_id, appended)
     }

@@ -9,6 +9,7 @@ mod kind;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod refusal;
+mod space;
 
 pub use kind::ErrorKind;
 pub use refusal::Refusal;
@@ -323,6 +324,10 @@ pub enum Error {
     /// A payload could not be encoded or decoded as DAG-CBOR.
     #[error(transparent)]
     Cbor(#[from] crate::cbor::CborError),
+    /// The tokio runtime shut down before an [`AsyncStore`](crate::AsyncStore) operation
+    /// started on its blocking pool: the operation did not run, nothing was written.
+    #[error("the tokio runtime shut down before the store operation started; it did not run")]
+    RuntimeShutDown,
     /// What was asked for exists only on another backend than the one holding the store.
     #[error("{what} is not available on {backend}")]
     Unsupported {
@@ -424,16 +429,25 @@ impl Error {
             C::DiskFull => Error::DiskFull { path, detail },
             C::ReadOnly => Error::ReadOnly { path, detail },
             C::PermissionDenied => Error::PermissionDenied { path, detail },
-            C::SystemIoFailure | C::CannotOpen => Error::DiskIo {
-                path,
-                // The extended code tells a read from a write, a lock, a fsync...
-                detail: match &e {
+            C::SystemIoFailure | C::CannotOpen => {
+                // The extended code tells a read from a write, a lock, a fsync, growing the
+                // -shm...
+                let detail = match &e {
                     rusqlite::Error::SqliteFailure(f, _) => {
                         format!("{detail} (SQLite code {})", f.extended_code)
                     }
                     _ => detail,
-                },
-            },
+                };
+                // SQLite reports some writes that find no room (growing the -shm, say) as I/O
+                // errors, not as SQLITE_FULL.
+                match space::nearly_full(&path) {
+                    Some(free) => Error::DiskFull {
+                        detail: format!("{detail}; {free} bytes free on its file system"),
+                        path,
+                    },
+                    None => Error::DiskIo { path, detail },
+                }
+            }
             _ => Error::Sqlite(e),
         }
     }

@@ -51,7 +51,8 @@ pub enum Refusal {
         /// This binary's version.
         supported: u32,
     },
-    /// SQLite finds the file damaged: a failed `quick_check`, a corrupt page, or a file cut short.
+    /// SQLite finds the file damaged: a corrupt page, an index that disagrees with its table or
+    /// a broken foreign key found before a migration, or a file cut short.
     #[error("it is damaged: {detail}")]
     Corrupt {
         /// What was found.
@@ -100,7 +101,7 @@ impl Refusal {
                 "This binary is older than the database: upgrade the binary. The file is fine; do not delete it.".to_string()
             }
             Refusal::Corrupt { .. } => format!(
-                "Restore {p} from a backup, or salvage it with `sqlite3 {p} .recover`; `seed-agents-db check` lists what is damaged. The file was left as it was."
+                "Restore {p} from a backup, or salvage its rows into a new file with `sqlite3 {p} .recover | sqlite3 {p}.recovered` and open that one; `seed-agents-db check` lists what is damaged. The file was left as it was."
             ),
             Refusal::StructureMismatch { .. } => format!(
                 "Its tables were changed outside the migrations: restore {p} from a backup, or repair the structure listed above. The file was left as it was."

@@ -4,6 +4,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{Ipld, OpenMap, RunUsage};
 
+mod bytes;
+
+pub(crate) use bytes::decode as decode_event;
+
 open_str_enum! {
     /// Who did something in the Log. Only `user` and `system` are ever stamped on a row; `trigger`
     /// is declared and never written.
@@ -73,6 +77,22 @@ impl SessionEventPayload {
                 _ => return None,
             },
         })
+    }
+
+    /// Whether no flattened map of the event holds anything (its `extra`, and its meta's): then
+    /// encoding it cannot write a key twice, and the check for that can be skipped.
+    pub(crate) fn has_no_extra(&self) -> bool {
+        let meta_extra =
+            |meta: &Option<SessionEventMeta>| meta.as_ref().is_none_or(|m| m.extra.is_empty());
+        match self {
+            Self::Message(event) => event.extra.is_empty() && meta_extra(&event.meta),
+            Self::ToolCall(event) => event.extra.is_empty(),
+            Self::ToolSpawn(event) => event.extra.is_empty(),
+            Self::ToolResult(event) => event.extra.is_empty() && meta_extra(&event.meta),
+            Self::Error(event) => event.extra.is_empty(),
+            // One map: its keys are distinct, and no tag is added to it.
+            Self::Other(_) => true,
+        }
     }
 
     /// The stamped actor, if any (unstamped events derive theirs from their shape).

@@ -51,7 +51,7 @@ impl Database {
     /// [`Error::Postgres`] when the server fails.
     pub fn structure(&mut self) -> Result<Schema> {
         let name = self.name.clone();
-        dialect::introspect(&mut self.client).map_err(|e| fail(&name, e))
+        dialect::introspect(&mut *self.client).map_err(|e| fail(&name, e))
     }
 }
 

@@ -18,18 +18,21 @@
 //! # Ok::<(), seed_agents_store::Error>(())
 //! ```
 
+mod client;
 mod copy;
 mod gate;
 mod migrate;
 mod session;
 
+pub(crate) use client::Bounds;
 pub use copy::{copy, CopyReport, TableCopy};
 pub use gate::State;
 pub use session::Lease;
 pub(crate) use session::{Pool, Session};
 
 use crate::error::{Error, Result};
-use postgres::{Client, Config, NoTls};
+use client::Client;
+use postgres::Config;
 use std::str::FromStr;
 
 /// The advisory lock key every install, migration and copy holds for its transaction, so that
@@ -85,7 +88,7 @@ impl Database {
     /// [`Error::Postgres`] when the URL does not parse or the server cannot be reached.
     pub fn connect(url: &str) -> Result<Database> {
         let name = redact(url);
-        let client = Client::connect(url, NoTls).map_err(|source| Error::Postgres {
+        let client = Client::connect(url).map_err(|source| Error::Postgres {
             database: name.clone(),
             source,
         })?;

@@ -10,10 +10,11 @@
 //! every invariant the store keeps on SQLite holds across nodes. A connection that failed is
 //! closed, never returned to the pool.
 
+use super::client::{Bounds, Client};
 use crate::db::Columns;
 use crate::error::{Error, Result};
 use postgres::types::{FromSql, IsNull, Kind, ToSql, Type};
-use postgres::{Client, NoTls, Statement};
+use postgres::Statement;
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -410,6 +411,7 @@ pub(crate) struct Pool {
     synchronous: std::sync::atomic::AtomicBool,
     url: String,
     name: Arc<str>,
+    bounds: Bounds,
     idle: Mutex<(Vec<Session>, usize)>,
     freed: Condvar,
     max: usize,
@@ -425,13 +427,15 @@ impl std::fmt::Debug for Pool {
 }
 
 impl Pool {
-    /// A pool of at most `max` connections to `url` (whose redacted form is `name`).
-    pub(crate) fn new(url: &str, name: &str, max: usize) -> Pool {
+    /// A pool of at most `max` connections to `url` (whose redacted form is `name`), each
+    /// session bounded by `bounds`.
+    pub(crate) fn new(url: &str, name: &str, max: usize, bounds: Bounds) -> Pool {
         Pool {
             writes: AtomicU64::new(0),
             synchronous: std::sync::atomic::AtomicBool::new(true),
             url: url.to_string(),
             name: Arc::from(name),
+            bounds,
             idle: Mutex::new((Vec::new(), 0)),
             freed: Condvar::new(),
             max: max.max(1),
@@ -472,7 +476,7 @@ impl Pool {
             if idle.1 < self.max {
                 idle.1 += 1;
                 drop(idle);
-                return match Client::connect(&self.url, NoTls) {
+                return match Client::connect_bounded(&self.url, self.bounds) {
                     Ok(client) => Ok(Lease {
                         pool: self,
                         session: Some(Session {
@@ -556,12 +560,13 @@ impl Lease<'_> {
         self.session.as_ref().expect("held until drop")
     }
 
-    /// Opens a transaction (`BEGIN ...`) that dropping the lease rolls back.
+    /// Opens a transaction (`BEGIN ...`) that dropping the lease rolls back, also when `sql`
+    /// fails after its `BEGIN` (a lock wait that timed out): the connection goes back to the
+    /// pool out of the aborted transaction, not in it.
     pub(crate) fn begin(&mut self, sql: &str) -> Result<()> {
-        self.session().batch(sql)?;
         self.session().in_transaction.set(true);
         self.open = Some(());
-        Ok(())
+        self.session().batch(sql)
     }
 
     /// Commits the transaction [`Lease::begin`] opened.

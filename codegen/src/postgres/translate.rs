@@ -4,7 +4,9 @@
 //!
 //! Invariant: the rewrite changes only what the two dialects spell or evaluate differently,
 //! and the result must parse as PostgreSQL with exactly the parameters the SQLite statement has
-//! ([`translate`] fails otherwise). What it rewrites:
+//! ([`translate`] fails otherwise). It fails closed: a statement holding a function, operator or
+//! form whose translation would not mean what it means in SQLite is refused (`allowed`, the
+//! allow-list, checked first). What it rewrites:
 //! - parameters: `?N` is `$N` (a bare `?` is numbered as SQLite numbers it);
 //! - booleans: SQLite's comparisons are integers, PostgreSQL's are `boolean`. A boolean where an
 //!   integer is wanted (a selected value, an operand of arithmetic or a comparison, a function
@@ -12,7 +14,12 @@
 //!   (`CAST(CAST(e AS INT) AS BIGINT)`), and an integer where a condition is wanted (`WHERE`,
 //!   `ON`, `HAVING`, `CASE WHEN`, operands of `AND`, `OR`, `NOT`) becomes `(e) <> 0`;
 //! - types: `CAST(e AS INTEGER)` is `BIGINT`, `BLOB` is `BYTEA`, `REAL` is `DOUBLE PRECISION`;
-//! - functions: scalar `max(a, b, ..)`/`min(..)` are `GREATEST`/`LEAST`, `ifnull` is `COALESCE`;
+//! - functions: scalar `max(a, b, ..)`/`min(..)` are `GREATEST`/`LEAST` (under a `CASE` that is
+//!   NULL when an argument is: SQLite's are, PostgreSQL's skip NULLs), `ifnull` is `COALESCE`,
+//!   `lower`/`upper` fold the ASCII letters only (`translate(e, 'AB..Z', 'ab..z')`), as SQLite's;
+//! - `LIKE`: SQLite's folds ASCII case and has no escape character unless given one;
+//!   PostgreSQL's is case-sensitive and escapes with `\`. Both sides are folded as `lower` is,
+//!   and an `ESCAPE` clause is given (`ESCAPE ''`, none, unless the statement has its own);
 //! - `INSERT OR IGNORE` is `INSERT .. ON CONFLICT DO NOTHING`;
 //! - `ORDER BY` keeps SQLite's NULL order (first when ascending, last when descending) for a
 //!   key that may be NULL; a column the schema declares NOT NULL everywhere keeps PostgreSQL's
@@ -23,12 +30,12 @@
 //!   collation otherwise, which a recursive query over text columns refuses to mix).
 
 use crate::model::Table;
+use functions::{ascii_case, call, function};
 use sqlparser::ast::{
-    BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
-    FunctionArguments, Ident, JoinConstraint, JoinOperator, LimitClause, ObjectName,
-    ObjectNamePart, OnConflict, OnConflictAction, OnInsert, OrderByKind, Query, Select, SelectItem,
-    SetExpr, SqliteOnConflict, Statement, TableAlias, TableFactor, UnaryOperator, Value, VisitMut,
-    VisitorMut,
+    BinaryOperator, CastKind, DataType, Expr, Ident, JoinConstraint, JoinOperator, LimitClause,
+    ObjectName, ObjectNamePart, OnConflict, OnConflictAction, OnInsert, OrderByKind, Query, Select,
+    SelectItem, SetExpr, SqliteOnConflict, Statement, TableAlias, TableFactor, UnaryOperator,
+    Value, VisitMut, VisitorMut,
 };
 use sqlparser::dialect::{PostgreSqlDialect, SQLiteDialect};
 use sqlparser::parser::Parser;
@@ -68,6 +75,7 @@ pub fn translate(sql: &str, params: usize, non_null: &BTreeSet<String>) -> Resul
         ));
     }
     let mut statement = statements.remove(0);
+    allowed::check(&statement)?;
     let mut rewrite = Rewrite {
         non_null,
         last_param: 0,
@@ -197,7 +205,36 @@ impl VisitorMut for Rewrite<'_> {
                 data_type,
                 ..
             } => cast(inner, data_type),
-            Expr::Function(f) => function(f),
+            Expr::Function(f) => {
+                // Arguments are values: a condition passed to a function is an integer.
+                if let sqlparser::ast::FunctionArguments::List(list) = &mut f.args {
+                    for arg in &mut list.args {
+                        if let sqlparser::ast::FunctionArg::Unnamed(
+                            sqlparser::ast::FunctionArgExpr::Expr(e),
+                        ) = arg
+                        {
+                            integer(e);
+                        }
+                    }
+                }
+                if let Some(exact) = function(f) {
+                    *expr = exact;
+                }
+            }
+            Expr::Like {
+                expr: inner,
+                pattern,
+                escape_char,
+                ..
+            } => {
+                for side in [inner, pattern] {
+                    let value = std::mem::replace(&mut **side, Expr::value(Value::Null));
+                    **side = ascii_case(value, true);
+                }
+                if escape_char.is_none() {
+                    *escape_char = Some(Value::SingleQuotedString(String::new()));
+                }
+            }
             // SQLite's byte order is PostgreSQL's "C" collation.
             Expr::Collate { collation, .. }
                 if collation.to_string().eq_ignore_ascii_case("binary") =>
@@ -499,26 +536,6 @@ fn cast(inner: &mut Expr, data_type: &mut DataType) {
     }
 }
 
-/// SQLite's scalar functions as PostgreSQL's, their arguments as values.
-fn function(f: &mut Function) {
-    let FunctionArguments::List(list) = &mut f.args else {
-        return;
-    };
-    for arg in &mut list.args {
-        if let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = arg {
-            integer(e);
-        }
-    }
-    let name = f.name.to_string().to_ascii_lowercase();
-    let renamed = match (name.as_str(), list.args.len()) {
-        ("max", n) if n > 1 => "GREATEST",
-        ("min", n) if n > 1 => "LEAST",
-        ("ifnull", _) => "COALESCE",
-        _ => return,
-    };
-    f.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(renamed))]);
-}
-
 fn is_placeholder(e: &Expr) -> bool {
     matches!(e, Expr::Value(v) if matches!(v.value, Value::Placeholder(_)))
 }
@@ -527,25 +544,7 @@ fn number(n: &str) -> Value {
     Value::Number(n.into(), false)
 }
 
-fn call(name: &str, args: Vec<Expr>) -> Expr {
-    Expr::Function(Function {
-        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]),
-        uses_odbc_syntax: false,
-        parameters: FunctionArguments::None,
-        args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
-            duplicate_treatment: None,
-            args: args
-                .into_iter()
-                .map(|e| FunctionArg::Unnamed(FunctionArgExpr::Expr(e)))
-                .collect(),
-            clauses: Vec::new(),
-        }),
-        filter: None,
-        null_treatment: None,
-        over: None,
-        within_group: Vec::new(),
-    })
-}
-
+mod allowed;
+mod functions;
 #[cfg(test)]
 mod tests;

@@ -115,6 +115,7 @@ fn module(
         quote! { #rt::EmbeddedMigration { version: #v, name: #name, sql: #sql } }
     });
     let fingerprints = project.versions.iter().map(|s| s.fingerprint());
+    let catalogs = project.catalogs.iter().map(|t| text_literal(t));
     let models = project
         .versions
         .iter()
@@ -169,6 +170,12 @@ fn module(
         /// The fingerprint (hex SHA-256 of the canonical model) of the structure at every version,
         /// indexed by version.
         pub const FINGERPRINTS: &[&str] = &[#(#fingerprints),*];
+
+        /// The catalog texts (`seed_agents_codegen::introspect::catalog_text`) of a database at
+        /// [`SCHEMA_VERSION`] as this build writes it, installed fresh or migrated: a file whose
+        /// catalog has exactly one of these texts has exactly that structure, which the gate
+        /// then knows without introspecting it.
+        pub const CATALOGS: &[&str] = &[#(#catalogs),*];
 
         /// The canonical JSON of the normalized model at every version, indexed by version.
         pub const MODELS: &[&str] = &[#(#models),*];
