@@ -18,7 +18,7 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::atomic::{AtomicIsize, Ordering};
-use std::sync::{mpsc, Arc, OnceLock, TryLockError};
+use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock, PoisonError, TryLockError};
 
 use rusqlite::{ffi, Connection};
 
@@ -41,7 +41,7 @@ pub(crate) struct Writer {
 
 #[derive(Debug)]
 struct Thread {
-    jobs: mpsc::Sender<Box<dyn Job>>,
+    jobs: mpsc::Sender<Queued>,
     handle: std::thread::JoinHandle<()>,
 }
 
@@ -79,12 +79,12 @@ impl Writer {
                 return self.frame.run_locked(state, |conn| op(conn));
             }
         }
-        let (reply, result) = mpsc::sync_channel(1);
-        let job: Box<dyn Job> = Box::new(Pending {
-            op,
-            outcome: None,
-            reply,
+        let pending = Arc::new(Pending {
+            work: Mutex::new((op, None)),
+            reply: Mutex::new(None),
+            answered: Condvar::new(),
         });
+        let job = Queued(Some(pending.clone()));
         let unsent = match self.thread() {
             Some(thread) => thread.jobs.send(job).err().map(|e| e.0),
             None => Some(job),
@@ -98,17 +98,14 @@ impl Writer {
                 self.frame.run_jobs(job, std::iter::empty());
             }
         }
-        match result.recv() {
-            Ok(outcome) => settle(outcome),
-            Err(_) => Err(stopped()),
-        }
+        settle(pending.wait())
     }
 
     /// The writer thread, started on first use; `None` when none could be started.
     fn thread(&self) -> Option<&Thread> {
         self.thread
             .get_or_init(|| {
-                let (jobs, queue) = mpsc::channel::<Box<dyn Job>>();
+                let (jobs, queue) = mpsc::channel::<Queued>();
                 let frame = self.frame.clone();
                 let queued = self.queued.clone();
                 let path = self.path.clone();
@@ -174,30 +171,60 @@ impl Drop for Writer {
 
 /// The error a caller gets when the writer thread ended without answering it.
 fn stopped() -> Error {
+    stopped_error().into()
+}
+
+fn stopped_error() -> rusqlite::Error {
     rusqlite::Error::SqliteFailure(
         ffi::Error::new(ffi::SQLITE_ABORT),
         Some("the writer thread stopped before the operation's batch ended".into()),
     )
-    .into()
 }
 
 /// A queued operation and the way back to its caller.
-trait Job: Send {
+trait Job: Send + Sync {
     /// Runs the operation, catching a panic; whether it succeeded. It runs again when another
     /// member of its batch failed after it (see [`run_group`]).
-    fn run(&mut self, conn: &Connection) -> bool;
+    fn run(&self, conn: &Connection) -> bool;
     /// The operation failed after all: its savepoint could not be opened or released, or its
     /// lone batch not rolled back.
-    fn fail(&mut self, error: Error);
+    fn fail(&self, error: Error);
     /// Hands the caller its outcome once the batch ended: the commit's failure instead of a
     /// value when the commit failed.
-    fn end(self: Box<Self>, failure: Option<&Failure>);
+    fn end(&self, failure: Option<&Failure>);
 }
 
+/// An owned operation, shared by its caller and the writer thread: one allocation per
+/// operation, where a boxed job and a reply channel took three.
 struct Pending<T, F> {
-    op: F,
-    outcome: Option<std::thread::Result<Result<T>>>,
-    reply: mpsc::SyncSender<std::thread::Result<Result<T>>>,
+    /// The operation and its latest outcome: the writer's alone, so never contended.
+    work: Mutex<(F, Option<Outcome<T>>)>,
+    /// The outcome handed to the caller once the batch ended.
+    reply: Mutex<Option<Outcome<T>>>,
+    answered: Condvar,
+}
+
+type Outcome<T> = std::thread::Result<Result<T>>;
+
+impl<T, F> Pending<T, F> {
+    /// Waits for the outcome [`Job::end`] hands over.
+    fn wait(&self) -> Outcome<T> {
+        let mut reply = self.reply.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(outcome) = reply.take() {
+                return outcome;
+            }
+            reply = self
+                .answered
+                .wait(reply)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    fn answer(&self, outcome: Outcome<T>) {
+        *self.reply.lock().unwrap_or_else(PoisonError::into_inner) = Some(outcome);
+        self.answered.notify_one();
+    }
 }
 
 impl<T, F> Job for Pending<T, F>
@@ -205,25 +232,61 @@ where
     T: Send,
     F: FnMut(&Connection) -> Result<T> + Send,
 {
-    fn run(&mut self, conn: &Connection) -> bool {
-        let ran = panic::catch_unwind(AssertUnwindSafe(|| (self.op)(conn)));
+    fn run(&self, conn: &Connection) -> bool {
+        let mut work = self.work.lock().unwrap_or_else(PoisonError::into_inner);
+        let (op, outcome) = &mut *work;
+        let ran = panic::catch_unwind(AssertUnwindSafe(|| op(conn)));
         let ok = matches!(ran, Ok(Ok(_)));
-        self.outcome = Some(ran);
+        *outcome = Some(ran);
         ok
     }
 
-    fn fail(&mut self, error: Error) {
-        self.outcome = Some(Ok(Err(error)));
+    fn fail(&self, error: Error) {
+        self.work.lock().unwrap_or_else(PoisonError::into_inner).1 = Some(Ok(Err(error)));
     }
 
-    fn end(self: Box<Self>, failure: Option<&Failure>) {
-        let outcome = match (self.outcome, failure) {
+    fn end(&self, failure: Option<&Failure>) {
+        let outcome = self
+            .work
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .1
+            .take();
+        self.answer(match (outcome, failure) {
             (Some(Ok(Ok(_))) | None, Some(failure)) => Ok(Err(failure.error())),
             (Some(outcome), _) => outcome,
             (None, None) => Ok(Err(stopped())),
-        };
-        // A caller that is gone (its thread unwound) needs no answer.
-        let _ = self.reply.send(outcome);
+        });
+    }
+}
+
+/// A job on its way through the writer. Ended exactly once: by the batch, or, when the writer
+/// thread drops it unanswered (it unwound), with [`stopped`], so no caller waits forever.
+struct Queued(Option<Arc<dyn Job>>);
+
+impl Queued {
+    fn run(&self, conn: &Connection) -> bool {
+        self.0.as_ref().is_some_and(|job| job.run(conn))
+    }
+
+    fn fail(&self, error: Error) {
+        if let Some(job) = &self.0 {
+            job.fail(error);
+        }
+    }
+
+    fn end(mut self, failure: Option<&Failure>) {
+        if let Some(job) = self.0.take() {
+            job.end(failure);
+        }
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        if let Some(job) = self.0.take() {
+            job.end(Some(&Failure::new(0, 0, &stopped_error())));
+        }
     }
 }
 
@@ -232,9 +295,9 @@ impl Frame {
     /// all that arrived meanwhile join, in one batch (joining one left open for an arriving
     /// borrowed operation), each in its own savepoint unless it is alone; ends each once the
     /// batch ended. Returns how many it ran.
-    fn run_jobs(&self, first: Box<dyn Job>, queued: impl Iterator<Item = Box<dyn Job>>) -> usize {
+    fn run_jobs(&self, first: Queued, queued: impl Iterator<Item = Queued>) -> usize {
         let mut state = self.arrive();
-        let mut jobs: Vec<Box<dyn Job>> = std::iter::once(first).chain(queued).collect();
+        let mut jobs: Vec<Queued> = std::iter::once(first).chain(queued).collect();
         let n = jobs.len();
         let joined = state.open.is_some();
         if !joined {
@@ -300,14 +363,14 @@ struct Passes {
 }
 
 impl Passes {
-    fn new(jobs: &[Box<dyn Job>]) -> Passes {
+    fn new(jobs: &[Queued]) -> Passes {
         Passes {
             failed: vec![false; jobs.len()],
         }
     }
 
     /// Runs every member still in; whether one failed.
-    fn run(&mut self, conn: &Connection, jobs: &mut [Box<dyn Job>]) -> bool {
+    fn run(&mut self, conn: &Connection, jobs: &mut [Queued]) -> bool {
         let mut one_failed = false;
         for (job, failed) in jobs.iter_mut().zip(self.failed.iter_mut()) {
             if !*failed && !job.run(conn) {
@@ -323,7 +386,7 @@ impl Passes {
     }
 
     /// Fails every member still in with `error` (the batch could not go on).
-    fn fail_survivors(&self, jobs: &mut [Box<dyn Job>], error: &rusqlite::Error) {
+    fn fail_survivors(&self, jobs: &mut [Queued], error: &rusqlite::Error) {
         let failure = Failure::new(0, 0, error);
         for (job, _) in jobs.iter_mut().zip(&self.failed).filter(|(_, f)| !**f) {
             job.fail(failure.error());
@@ -336,7 +399,7 @@ impl Passes {
 /// transaction is rolled back and begun again. Returns how many succeeded, or `None` when the
 /// transaction could not be begun again (every member left then failed with that error, and no
 /// transaction is open).
-fn run_own_batch(conn: &Connection, jobs: &mut [Box<dyn Job>]) -> Option<usize> {
+fn run_own_batch(conn: &Connection, jobs: &mut [Queued]) -> Option<usize> {
     let mut passes = Passes::new(jobs);
     while passes.run(conn, jobs) {
         if let Err(e) = control(conn, "ROLLBACK").and_then(|()| control(conn, "BEGIN IMMEDIATE")) {
@@ -357,7 +420,7 @@ fn run_own_batch(conn: &Connection, jobs: &mut [Box<dyn Job>]) -> Option<usize> 
 /// one each: after a pass with a failure the group goes back to the savepoint. A batch without
 /// failures pays two statements, not two per member. Returns how many succeeded, and `false`
 /// when a failure could not be undone (the whole batch must be).
-fn run_group(conn: &Connection, jobs: &mut [Box<dyn Job>]) -> (usize, bool) {
+fn run_group(conn: &Connection, jobs: &mut [Queued]) -> (usize, bool) {
     let mut passes = Passes::new(jobs);
     loop {
         if let Err(e) = control(conn, "SAVEPOINT jobs") {

@@ -29,6 +29,8 @@
 //! An event's actor is the stamped one, else derived from its shape as `sessionEventActor()`
 //! does: a user-role message is `user`, an error is `system`, everything else is `agent`.
 
+use std::borrow::Cow;
+
 use crate::db::Db;
 
 use crate::cbor::Cbor;
@@ -36,7 +38,7 @@ use crate::check::invalid;
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::payload::{Ipld, MessageRole, SessionActor, SessionEventPayload};
-use crate::schema::session_events::{self, Row};
+use crate::schema::session_events::Row;
 use crate::Store;
 use crate::{query, query_as};
 
@@ -137,7 +139,8 @@ pub fn append_event(
 /// writer, so it runs on the caller's thread, and the operation owns what it writes.
 struct Encoded {
     cbor: Cbor<SessionEventPayload>,
-    kind: Option<String>,
+    /// The event's type: borrowed for the known ones, owned only for an unknown event's.
+    kind: Option<Cow<'static, str>>,
     from: Option<SessionActor>,
 }
 
@@ -150,7 +153,10 @@ impl Encoded {
         };
         Ok(Encoded {
             cbor,
-            kind: event.event_type().map(str::to_owned),
+            kind: event
+                .static_type()
+                .map(Cow::Borrowed)
+                .or_else(|| event.event_type().map(|kind| Cow::Owned(kind.to_owned()))),
             from: message_from(event),
         })
     }
@@ -181,14 +187,19 @@ fn append_encoded(
     let agent_id = session.agent_id;
     let top_level = session.top_level.is_some_and(|t| t != 0);
     let seq = session.seq.unwrap_or(1);
-    let row = Row {
-        id: ids::new_id(),
-        session_id: session_id.into(),
+    // Bound from what the operation owns, not copied into a `Row`: an append's payload is
+    // its largest value, and the hot path allocates nothing it need not.
+    let id = ids::new_id();
+    query!(
+        "INSERT INTO session_events (id, session_id, seq, event_cbor, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        &id,
+        session_id,
         seq,
-        event_cbor: event.cbor.clone(),
-        created_at: now,
-    };
-    session_events::insert(conn, &row)?;
+        &event.cbor,
+        now
+    )
+    .execute(conn)?;
     let kind = event.kind.as_deref();
     match event.from.as_ref().filter(|_| top_level) {
         Some(from) => {
@@ -227,10 +238,37 @@ fn append_encoded(
         }
     }
     Ok(Appended {
-        id: row.id,
+        id,
         seq,
         created_at: now,
     })
+}
+
+/// The account and session an append names, owned by its operation in one allocation (the
+/// hot path counts them).
+struct Key {
+    both: String,
+    split: usize,
+}
+
+impl Key {
+    fn of(account_id: &str, session_id: &str) -> Key {
+        let mut both = String::with_capacity(account_id.len() + session_id.len());
+        both.push_str(account_id);
+        both.push_str(session_id);
+        Key {
+            both,
+            split: account_id.len(),
+        }
+    }
+
+    fn account(&self) -> &str {
+        &self.both[..self.split]
+    }
+
+    fn session(&self) -> &str {
+        &self.both[self.split..]
+    }
 }
 
 impl Store {
@@ -248,10 +286,10 @@ impl Store {
         session_id: &str,
         event: &SessionEventPayload,
     ) -> Result<Appended> {
-        let (account, session) = (account_id.to_owned(), session_id.to_owned());
+        let key = Key::of(account_id, session_id);
         let appended = Encoded::of(event).and_then(|event| {
             self.write_owned(account_id, move |tx, now| {
-                append_encoded(tx, now, &account, &session, &event)
+                append_encoded(tx, now, key.account(), key.session(), &event)
             })
         });
         self.audit_refused(account_id, appended)
@@ -293,13 +331,13 @@ impl Store {
         if events.is_empty() {
             return Err(invalid("events", "must hold at least one event"));
         }
-        let (account, session) = (account_id.to_owned(), session_id.to_owned());
+        let key = Key::of(account_id, session_id);
         let encoded = events.iter().map(Encoded::of).collect::<Result<Vec<_>>>();
         let appended = encoded.and_then(|events| {
             self.write_owned(account_id, move |tx, now| {
                 events
                     .iter()
-                    .map(|event| append_encoded(tx, now, &account, &session, event))
+                    .map(|event| append_encoded(tx, now, key.account(), key.session(), event))
                     .collect()
             })
         });
@@ -342,6 +380,15 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An append's key gives back both ids whole, however long and whatever their characters.
+    #[test]
+    fn a_key_gives_back_the_account_and_the_session() {
+        for (account, session) in [("acct-1", "sess-é"), ("", "s"), ("ä€", ""), ("a", "b")] {
+            let key = Key::of(account, session);
+            assert_eq!((key.account(), key.session()), (account, session));
+        }
+    }
 
     /// The replay stays a range of the `(session_id, seq)` primary key, so a session's events are
     /// read side by side in key order (no sort, no lookup per row), with the account check one

@@ -66,17 +66,26 @@ pub enum SessionEventPayload {
 impl SessionEventPayload {
     /// The `type` tag, when there is one (what `agents.activity_kind` records).
     pub fn event_type(&self) -> Option<&str> {
-        Some(match self {
-            Self::Message(_) => "message",
-            Self::ToolCall(_) => "tool_call",
-            Self::ToolSpawn(_) => "tool_spawn",
-            Self::ToolResult(_) => "tool_result",
-            Self::Error(_) => "error",
+        match self {
             Self::Other(map) => match map.get("type") {
-                Some(Ipld::String(kind)) => kind,
-                _ => return None,
+                Some(Ipld::String(kind)) => Some(kind),
+                _ => None,
             },
-        })
+            known => known.static_type(),
+        }
+    }
+
+    /// [`SessionEventPayload::event_type`] of a known event, which needs no borrow of it;
+    /// `None` for an unknown one.
+    pub(crate) fn static_type(&self) -> Option<&'static str> {
+        match self {
+            Self::Message(_) => Some("message"),
+            Self::ToolCall(_) => Some("tool_call"),
+            Self::ToolSpawn(_) => Some("tool_spawn"),
+            Self::ToolResult(_) => Some("tool_result"),
+            Self::Error(_) => Some("error"),
+            Self::Other(_) => None,
+        }
     }
 
     /// Whether no flattened map of the event holds anything (its `extra`, and its meta's): then
