@@ -213,9 +213,8 @@ fn single_caller(ways: &[&Way], sessions: &[&Vec<String>]) {
 /// repetition: prints the median ratio of appends/s and the p99 of each side.
 fn interleaved(ways: [&Way; 2], sessions: [&[String]; 2], counter: &AtomicUsize) {
     const REPETITIONS: usize = 30;
-    eprintln!(
-        "\nstore against plain group, interleaved, {REPETITIONS} repetitions of one round each:"
-    );
+    let (a, b) = (ways[0].name(), ways[1].name());
+    eprintln!("\n{a} against {b}, interleaved, {REPETITIONS} repetitions of one round each:");
     for distinct in [true, false] {
         for threads in [8, 32, 128] {
             let latencies = [Mutex::new(Vec::new()), Mutex::new(Vec::new())];
@@ -242,15 +241,15 @@ fn interleaved(ways: [&Way; 2], sessions: [&[String]; 2], counter: &AtomicUsize)
                 all.sort();
                 percentile(&all, 0.99)
             };
-            let (store_p99, group_p99) = (p99(&latencies[0]), p99(&latencies[1]));
+            let (a_p99, b_p99) = (p99(&latencies[0]), p99(&latencies[1]));
             eprintln!(
-                "{threads:>3} threads, {:>8}: store / plain group {:.2} x appends/s (median; \
-                 quartiles {:.2} to {:.2}), p99 {store_p99:.3?} / {group_p99:.3?} = {:.2} x",
+                "{threads:>3} threads, {:>8}: {a} / {b} {:.2} x appends/s (median; \
+                 quartiles {:.2} to {:.2}), p99 {a_p99:.3?} / {b_p99:.3?} = {:.2} x",
                 if distinct { "distinct" } else { "one" },
                 ratios[REPETITIONS / 2],
                 ratios[REPETITIONS / 4],
                 ratios[3 * REPETITIONS / 4],
-                store_p99.as_secs_f64() / group_p99.as_secs_f64(),
+                a_p99.as_secs_f64() / b_p99.as_secs_f64(),
             );
         }
     }
@@ -261,6 +260,10 @@ fn interleaved(ways: [&Way; 2], sessions: [&[String]; 2], counter: &AtomicUsize)
 /// machine's noise is larger than the difference between the two. Example:
 /// `GROUP_COMMIT_COUNT=store valgrind --tool=callgrind target/release/deps/group_commit-*`.
 const COUNT_ONLY: &str = "GROUP_COMMIT_COUNT";
+
+/// With this variable set, the interleaved comparison is run a second time with the plain
+/// group writer on both sides (each on a file of its own), to show the measure's resolution.
+const RESOLUTION: &str = "GROUP_COMMIT_RESOLUTION";
 
 /// Rounds of 32 threads, own sessions, through one way (`GROUP_COMMIT_COUNT_ROUNDS`, default 4:
 /// the difference between two counts with different rounds leaves out the setup).
@@ -306,6 +309,17 @@ fn bench(c: &mut Criterion) {
     }
     single_caller(&[&ways[0], &ways[2]], &[&sessions[0], &sessions[2]]);
     interleaved([&ways[0], &ways[1]], [&sessions[0], &sessions[1]], &counter);
+    if std::env::var_os(RESOLUTION).is_some() {
+        // The plain group writer against a second one on its own file: how far from 1.0 the
+        // same code lands, the resolution of the figure above.
+        let (second, second_sessions) = setup_plain(&dir, "group-2.sqlite", "FULL", max);
+        let second = Way::PlainGroup(PlainGroup::new(second));
+        interleaved(
+            [&ways[1], &second],
+            [&sessions[1], &second_sessions],
+            &counter,
+        );
+    }
 
     let mut cases = Vec::new();
     for distinct in [true, false] {
