@@ -14,11 +14,13 @@
 //! Criterion reports the time of one round (every thread's appends) and appends/s. Each append's
 //! own latency (waiting for the lock or the batch included) is recorded too, and a table of
 //! appends/s, p50 and p99 per case, with the ratios to `plain group` and `plain normal`, is
-//! printed at the end. Before criterion, `single caller` alternates the store and `plain` call by
-//! call, one thread, and prints the ratio of the medians: group commit must cost a lone caller
-//! nothing (target at most 1.05); then `interleaved` alternates the store and `plain group`
-//! round by round and prints the median of the per-repetition ratios, the figure held against
-//! the target of 1.0 (criterion's consecutive samples drift with the machine by ±10%).
+//! printed at the end. Before criterion, `interleaved` alternates the store and `plain group`
+//! round by round, on files with the same history, and prints the median of the per-repetition
+//! ratios, the figure held against the target of 1.0 (criterion's consecutive samples drift
+//! with the machine by ±10%); with `GROUP_COMMIT_RESOLUTION` set, it then does the same with the
+//! plain group writer on both sides. Then `single caller` alternates the store and `plain` call
+//! by call, one thread, and prints the ratio of the medians: group commit must cost a lone
+//! caller nothing (target at most 1.05).
 
 mod common;
 
@@ -307,19 +309,19 @@ fn bench(c: &mut Criterion) {
     if let Ok(way) = std::env::var(COUNT_ONLY) {
         return count_only(&way, &ways, &sessions, &counter);
     }
-    single_caller(&[&ways[0], &ways[2]], &[&sessions[0], &sessions[2]]);
+    // First, while the two files have the same history: a file's history alone moves the
+    // figure (see RESOLUTION), and the single caller writes to the store's file.
     interleaved([&ways[0], &ways[1]], [&sessions[0], &sessions[1]], &counter);
     if std::env::var_os(RESOLUTION).is_some() {
-        // The plain group writer against a second one on its own file: how far from 1.0 the
-        // same code lands, the resolution of the figure above.
-        let (second, second_sessions) = setup_plain(&dir, "group-2.sqlite", "FULL", max);
-        let second = Way::PlainGroup(PlainGroup::new(second));
-        interleaved(
-            [&ways[1], &second],
-            [&sessions[1], &second_sessions],
-            &counter,
-        );
+        // The plain group writer against itself, on two fresh files made alike: how far from
+        // 1.0 the same code lands, the resolution of the figure above.
+        let (a, a_sessions) = setup_plain(&dir, "group-a.sqlite", "FULL", max);
+        let (b, b_sessions) = setup_plain(&dir, "group-b.sqlite", "FULL", max);
+        let (a, b) = (PlainGroup::new(a), PlainGroup::new(b));
+        let (a, b) = (Way::PlainGroup(a), Way::PlainGroup(b));
+        interleaved([&a, &b], [&a_sessions, &b_sessions], &counter);
     }
+    single_caller(&[&ways[0], &ways[2]], &[&sessions[0], &sessions[2]]);
 
     let mut cases = Vec::new();
     for distinct in [true, false] {

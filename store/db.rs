@@ -4,6 +4,7 @@
 //! (and rows only as [`Columns`]), never a backend's own connection or row type, so each
 //! operation is written once and runs with the same semantics on every backend.
 
+use crate::arguments::Params;
 use crate::error::{Error, Result};
 use rusqlite::types::{ToSql, ValueRef};
 use rusqlite::Connection;
@@ -53,13 +54,26 @@ impl<'a> Db<'a> {
     pub(crate) fn each_row(
         &self,
         sql: &'static str,
-        params: &[&dyn ToSql],
+        params: Params<'_>,
         f: &mut dyn FnMut(&dyn Columns) -> Result<bool>,
     ) -> Result<()> {
         match self.inner {
-            Inner::Sqlite(conn) => sqlite_rows(&mut *conn.prepare_cached(sql)?, params, f),
+            Inner::Sqlite(conn) => {
+                let mut stmt = conn.prepare_cached(sql)?;
+                let rows = match params {
+                    Params::Slice(params) => stmt.query(params)?,
+                    Params::Typed(args) => {
+                        args.bind(&mut stmt)?;
+                        stmt.raw_query()
+                    }
+                };
+                sqlite_rows(rows, f)
+            }
             #[cfg(feature = "postgres")]
-            Inner::Postgres(session) => session.each_row(sql, params, f),
+            Inner::Postgres(session) => match params {
+                Params::Slice(params) => session.each_row(sql, params, f),
+                Params::Typed(args) => session.each_row(sql, &args.values(), f),
+            },
         }
     }
 
@@ -72,18 +86,30 @@ impl<'a> Db<'a> {
         f: &mut dyn FnMut(&dyn Columns) -> Result<bool>,
     ) -> Result<()> {
         match self.inner {
-            Inner::Sqlite(conn) => sqlite_rows(&mut conn.prepare(sql)?, params, f),
+            Inner::Sqlite(conn) => sqlite_rows(conn.prepare(sql)?.query(params)?, f),
             #[cfg(feature = "postgres")]
             Inner::Postgres(session) => session.each_row_once(sql, params, f),
         }
     }
 
     /// Runs `sql` with `params` and returns the number of rows it changed.
-    pub(crate) fn execute(&self, sql: &'static str, params: &[&dyn ToSql]) -> Result<usize> {
+    pub(crate) fn execute(&self, sql: &'static str, params: Params<'_>) -> Result<usize> {
         match self.inner {
-            Inner::Sqlite(conn) => Ok(conn.prepare_cached(sql)?.execute(params)?),
+            Inner::Sqlite(conn) => {
+                let mut stmt = conn.prepare_cached(sql)?;
+                Ok(match params {
+                    Params::Slice(params) => stmt.execute(params)?,
+                    Params::Typed(args) => {
+                        args.bind(&mut stmt)?;
+                        stmt.raw_execute()?
+                    }
+                })
+            }
             #[cfg(feature = "postgres")]
-            Inner::Postgres(session) => session.execute(sql, params),
+            Inner::Postgres(session) => match params {
+                Params::Slice(params) => session.execute(sql, params),
+                Params::Typed(args) => session.execute(sql, &args.values()),
+            },
         }
     }
 
@@ -103,13 +129,11 @@ impl<'a> Db<'a> {
     }
 }
 
-/// Runs a prepared SQLite statement, handing each row to `f` until it returns `false`.
+/// Hands each row of a SQLite statement to `f` until it returns `false`.
 fn sqlite_rows(
-    stmt: &mut rusqlite::Statement<'_>,
-    params: &[&dyn ToSql],
+    mut rows: rusqlite::Rows<'_>,
     f: &mut dyn FnMut(&dyn Columns) -> Result<bool>,
 ) -> Result<()> {
-    let mut rows = stmt.query(params)?;
     while let Some(row) = rows.next()? {
         if !f(row)? {
             break;

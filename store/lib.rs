@@ -47,6 +47,7 @@
 //!   blocks the runtime. It needs tokio's `rt` and nothing else; a dependency without the
 //!   feature compiles no tokio. `examples/server` is an axum server built on it.
 
+mod arguments;
 #[cfg(feature = "tokio")]
 mod asynchronous;
 pub mod audit;
@@ -137,6 +138,7 @@ pub mod schema {
 /// **Not public API**: the macros' expansions name these items, and they change without notice.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::arguments::Arguments;
     pub use crate::cbor::Cbor;
     pub use crate::db::{Columns, Db, Executor};
     pub use crate::dynamic::FromRow;

@@ -5,6 +5,7 @@
 //! are decoded by [`FromColumn`], the same decoding the generated row structs use, so a stored
 //! value outside an enum's set or a bool other than 0/1 is the same typed error everywhere.
 
+use crate::arguments::{Arguments, Params};
 use crate::db::{Columns, Executor};
 use crate::error::{Error, Result};
 use rusqlite::types::{FromSql, FromSqlError, ToSql, Value};
@@ -13,7 +14,7 @@ use rusqlite::types::{FromSql, FromSqlError, ToSql, Value};
 pub struct Query<'a, R> {
     sql: &'static str,
     postgres: &'static str,
-    params: &'a [&'a dyn ToSql],
+    params: Params<'a>,
     decode: fn(&dyn Columns) -> Result<R>,
 }
 
@@ -39,7 +40,24 @@ impl<'a, R> Query<'a, R> {
         Query {
             sql,
             postgres,
-            params,
+            params: Params::Slice(params),
+            decode,
+        }
+    }
+
+    /// Used by the macros: [`Query::new`] with the arguments as a tuple of references, which
+    /// SQLite binds by each one's own type.
+    #[doc(hidden)]
+    pub fn typed(
+        sql: &'static str,
+        postgres: &'static str,
+        args: &'a dyn Arguments,
+        decode: fn(&dyn Columns) -> Result<R>,
+    ) -> Self {
+        Query {
+            sql,
+            postgres,
+            params: Params::Typed(args),
             decode,
         }
     }

@@ -11,6 +11,10 @@ use std::collections::BTreeMap;
 use syn::spanned::Spanned;
 use syn::{Expr, LitStr};
 
+/// The widest tuple the runtime's `Arguments` covers (the store's `arguments` module); a
+/// statement with more arguments binds them through a slice.
+const MOST_TYPED: usize = 12;
+
 impl Checker {
     /// The Rust type of a result column: the table column's generated type, `Option` around it
     /// when the column is nullable or under an outer join; for an expression, `Option` of its
@@ -68,13 +72,14 @@ impl Checker {
             .map_err(|m| syn::Error::new(lit.span(), format!("SQLite rejects this statement: {m}")))
     }
 
-    /// Argument checks and the parameter list shared by `query!` and `query_as!`.
+    /// Argument checks, the `Query` constructor to call and the arguments, shared by `query!` and
+    /// `query_as!`.
     fn arguments(
         &self,
         lit: &LitStr,
         d: &Described,
         args: &[Expr],
-    ) -> syn::Result<(TokenStream, TokenStream)> {
+    ) -> syn::Result<(TokenStream, TokenStream, TokenStream)> {
         let rt = &self.rt();
         if args.len() != d.params {
             let (span, what) = if args.len() > d.params {
@@ -135,16 +140,22 @@ impl Checker {
         if let Some(e) = refused {
             return Err(e);
         }
-        let params = args
-            .iter()
-            .map(|a| quote_spanned!(a.span()=> &(#a) as &dyn #rt::rusqlite::ToSql));
         // Type-checked, never run: each argument is evaluated once, where it is bound.
         let checks = if checks.is_empty() {
             TokenStream::new()
         } else {
             quote!(if false { #(#checks)* })
         };
-        Ok((checks, quote!(&[#(#params),*])))
+        // Up to the runtime's widest `Arguments` tuple, a tuple of references that SQLite binds
+        // by each argument's own type; otherwise a slice of trait objects.
+        if (1..=MOST_TYPED).contains(&args.len()) {
+            let each = args.iter().map(|a| quote_spanned!(a.span()=> &(#a)));
+            return Ok((checks, quote!(typed), quote!(&(#(#each,)*))));
+        }
+        let params = args
+            .iter()
+            .map(|a| quote_spanned!(a.span()=> &(#a) as &dyn #rt::rusqlite::ToSql));
+        Ok((checks, quote!(new), quote!(&[#(#params),*])))
     }
 
     /// `query!("SQL", args...)`: a `Query` (the store's runtime type) whose rows are an anonymous record typed from the
@@ -156,7 +167,7 @@ impl Checker {
         let QueryInput { lit, args } = syn::parse2(input)?;
         let d = self.describe_spanned(&lit)?;
         let rt = &self.rt();
-        let (checks, params) = self.arguments(&lit, &d, &args)?;
+        let (checks, ctor, params) = self.arguments(&lit, &d, &args)?;
         let mut fields = Vec::new();
         let mut names = Vec::new();
         let mut types = Vec::new();
@@ -200,7 +211,7 @@ impl Checker {
                 fn __decode(_: &dyn #rt::Columns) -> #rt::Result<()> {
                     Ok(())
                 }
-                #rt::Query::new(#sql, #pg, #params, __decode as fn(&dyn #rt::Columns) -> #rt::Result<()>)
+                #rt::Query::#ctor(#sql, #pg, #params, __decode as fn(&dyn #rt::Columns) -> #rt::Result<()>)
             }});
         }
         Ok(quote! {{
@@ -212,7 +223,7 @@ impl Checker {
             fn __decode(row: &dyn #rt::Columns) -> #rt::Result<Record> {
                 #decode
             }
-            #rt::Query::new(#sql, #pg, #params, __decode)
+            #rt::Query::#ctor(#sql, #pg, #params, __decode)
         }})
     }
 
@@ -225,7 +236,7 @@ impl Checker {
         let QueryAsInput { ty, lit, args } = syn::parse2(input)?;
         let d = self.describe_spanned(&lit)?;
         let rt = &self.rt();
-        let (checks, params) = self.arguments(&lit, &d, &args)?;
+        let (checks, ctor, params) = self.arguments(&lit, &d, &args)?;
         let mut fields = Vec::new();
         let mut field_checks = Vec::new();
         for (i, c) in d.columns.iter().enumerate() {
@@ -252,7 +263,7 @@ impl Checker {
             fn __decode(row: &dyn #rt::Columns) -> #rt::Result<#ty> {
                 Ok(#ty { #(#fields,)* })
             }
-            #rt::Query::new(#sql, #pg, #params, __decode)
+            #rt::Query::#ctor(#sql, #pg, #params, __decode)
         }})
     }
 
