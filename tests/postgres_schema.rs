@@ -302,7 +302,8 @@ fn a_text_column_in_another_collation_is_refused() {
 }
 
 /// `set_durability` is the sessions' `synchronous_commit` on PostgreSQL: `off` for Normal, `on`
-/// again for Full, on the connections the store hands out.
+/// again for Full, on the connections the store hands out; those connections also carry the
+/// store's session bounds, JIT off among them.
 #[test]
 fn durability_is_every_connections_synchronous_commit() {
     use seed_agents_store::{Columns, Durability, FromRow, Store};
@@ -321,20 +322,21 @@ fn durability_is_every_connections_synchronous_commit() {
         return;
     };
     let store = Store::open(&db.url).unwrap();
-    let setting = |store: &Store| -> String {
+    let setting = |store: &Store, name: &str| -> String {
         let query = sea_query::Query::select()
-            .expr(sea_query::Expr::cust(
-                "current_setting('synchronous_commit')",
-            ))
+            .expr(sea_query::Expr::cust(format!("current_setting('{name}')")))
             .to_owned();
         let rows: Vec<Setting> = store.select(&query).unwrap();
         rows[0].0.clone()
     };
-    assert_eq!(setting(&store), "on");
+    assert_eq!(setting(&store, "synchronous_commit"), "on");
     store.set_durability(Durability::Normal).unwrap();
-    assert_eq!(setting(&store), "off");
+    assert_eq!(setting(&store, "synchronous_commit"), "off");
     store.set_durability(Durability::Full).unwrap();
-    assert_eq!(setting(&store), "on");
+    assert_eq!(setting(&store, "synchronous_commit"), "on");
+    // The session bounds every connection is opened with; JIT never compiles a store statement.
+    assert_eq!(setting(&store, "jit"), "off");
+    assert_eq!(setting(&store, "lock_timeout"), "10s");
 }
 
 /// The CLI on a PostgreSQL database, named by `--db-url` or by `SEED_AGENTS_DB_URL`: `status`

@@ -39,8 +39,10 @@ impl Client {
     pub(crate) fn connect_bounded(url: &str, bounds: Bounds) -> Result<Client, postgres::Error> {
         let mut config: postgres::Config = url.parse()?;
         let millis = |d: std::time::Duration| d.as_millis().max(1);
+        // `jit=off`: the store's statements are short, and a plan PostgreSQL costs high (a
+        // generic plan of the run claim, say) would otherwise spend a second compiling.
         let options = format!(
-            "{} -c lock_timeout={} -c idle_in_transaction_session_timeout={}",
+            "{} -c lock_timeout={} -c idle_in_transaction_session_timeout={} -c jit=off",
             config.get_options().unwrap_or(""),
             millis(bounds.lock),
             millis(bounds.idle_in_transaction),
