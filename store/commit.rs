@@ -166,18 +166,7 @@ impl Frame {
             open(&mut state)?;
         }
         let (outcome, clean) = if joined {
-            let mut outcome = None;
-            let saved = in_savepoint(&state.conn, |conn| {
-                let ran = panic::catch_unwind(AssertUnwindSafe(|| op(conn)));
-                let ok = matches!(ran, Ok(Ok(_)));
-                outcome = Some(ran);
-                ok
-            });
-            let outcome = match saved.error {
-                Some(e) => Ok(Err(e.into())),
-                None => outcome.expect("the savepoint ran the operation"),
-            };
-            (outcome, saved.clean)
+            in_savepoint(&state.conn, op)
         } else {
             (
                 panic::catch_unwind(AssertUnwindSafe(|| op(&state.conn))),
@@ -344,47 +333,27 @@ impl std::ops::Deref for Raw<'_> {
     }
 }
 
-/// What running an operation in its own savepoint left.
-struct Saved {
-    /// `false` when a failed operation's writes could not be rolled back alone, so the whole
-    /// batch must be.
-    clean: bool,
-    /// Why the operation failed after all: its savepoint could not be opened (it did not run),
-    /// or could not be released after it succeeded (its writes were rolled back).
-    error: Option<rusqlite::Error>,
-}
-
-/// Runs `op`, which says whether it succeeded and never panics, inside a savepoint rolled back
-/// when it failed.
-fn in_savepoint(conn: &Connection, op: impl FnOnce(&Connection) -> bool) -> Saved {
+/// Runs `op` inside a savepoint, rolled back when it fails or panics. `false` when a failed
+/// operation's writes could not be rolled back alone, so the whole batch must be.
+fn in_savepoint<T>(
+    conn: &Connection,
+    op: impl FnOnce(&Connection) -> Result<T>,
+) -> (std::thread::Result<Result<T>>, bool) {
     if let Err(e) = control(conn, "SAVEPOINT op") {
-        return Saved {
-            clean: true,
-            error: Some(e),
-        };
+        return (Ok(Err(e.into())), true);
     }
-    if op(conn) {
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| op(conn)));
+    if matches!(outcome, Ok(Ok(_))) {
         match control(conn, "RELEASE op") {
-            Ok(()) => {
-                return Saved {
-                    clean: true,
-                    error: None,
-                }
-            }
+            Ok(()) => return (outcome, true),
             Err(e) => {
                 let undone = conn.execute_batch("ROLLBACK TO op; RELEASE op").is_ok();
-                return Saved {
-                    clean: undone,
-                    error: Some(e),
-                };
+                return (Ok(Err(e.into())), undone);
             }
         }
     }
     let undone = conn.execute_batch("ROLLBACK TO op; RELEASE op").is_ok();
-    Saved {
-        clean: undone,
-        error: None,
-    }
+    (outcome, undone)
 }
 
 /// Opens a batch: `BEGIN IMMEDIATE`, the write lock taken first.

@@ -244,33 +244,6 @@ fn append_encoded(
     })
 }
 
-/// The account and session an append names, owned by its operation in one allocation (the
-/// hot path counts them).
-struct Key {
-    both: String,
-    split: usize,
-}
-
-impl Key {
-    fn of(account_id: &str, session_id: &str) -> Key {
-        let mut both = String::with_capacity(account_id.len() + session_id.len());
-        both.push_str(account_id);
-        both.push_str(session_id);
-        Key {
-            both,
-            split: account_id.len(),
-        }
-    }
-
-    fn account(&self) -> &str {
-        &self.both[..self.split]
-    }
-
-    fn session(&self) -> &str {
-        &self.both[self.split..]
-    }
-}
-
 impl Store {
     /// Appends `event` to the Log of the session `session_id` of `account_id` with the next
     /// `seq`, and moves the activity rollups, in one `BEGIN IMMEDIATE` transaction (see the
@@ -286,10 +259,10 @@ impl Store {
         session_id: &str,
         event: &SessionEventPayload,
     ) -> Result<Appended> {
-        let key = Key::of(account_id, session_id);
+        let (account, session) = (account_id.to_owned(), session_id.to_owned());
         let appended = Encoded::of(event).and_then(|event| {
             self.write_owned(account_id, move |tx, now| {
-                append_encoded(tx, now, key.account(), key.session(), &event)
+                append_encoded(tx, now, &account, &session, &event)
             })
         });
         self.audit_refused(account_id, appended)
@@ -331,13 +304,13 @@ impl Store {
         if events.is_empty() {
             return Err(invalid("events", "must hold at least one event"));
         }
-        let key = Key::of(account_id, session_id);
+        let (account, session) = (account_id.to_owned(), session_id.to_owned());
         let encoded = events.iter().map(Encoded::of).collect::<Result<Vec<_>>>();
         let appended = encoded.and_then(|events| {
             self.write_owned(account_id, move |tx, now| {
                 events
                     .iter()
-                    .map(|event| append_encoded(tx, now, key.account(), key.session(), event))
+                    .map(|event| append_encoded(tx, now, &account, &session, event))
                     .collect()
             })
         });
@@ -380,15 +353,6 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// An append's key gives back both ids whole, however long and whatever their characters.
-    #[test]
-    fn a_key_gives_back_the_account_and_the_session() {
-        for (account, session) in [("acct-1", "sess-é"), ("", "s"), ("ä€", ""), ("a", "b")] {
-            let key = Key::of(account, session);
-            assert_eq!((key.account(), key.session()), (account, session));
-        }
-    }
 
     /// The replay stays a range of the `(session_id, seq)` primary key, so a session's events are
     /// read side by side in key order (no sort, no lookup per row), with the account check one
