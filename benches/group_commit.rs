@@ -214,14 +214,18 @@ fn single_caller(ways: &[&Way], sessions: &[&Vec<String>]) {
 /// alternating) so that drift of the machine falls on both, and the ratio taken within each
 /// repetition: prints the median ratio of appends/s and the p99 of each side.
 fn interleaved(ways: [&Way; 2], sessions: [&[String]; 2], counter: &AtomicUsize) {
-    const REPETITIONS: usize = 30;
+    let repetitions: usize = std::env::var(REPETITIONS)
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .filter(|&r| r > 0)
+        .unwrap_or(30);
     let (a, b) = (ways[0].name(), ways[1].name());
-    eprintln!("\n{a} against {b}, interleaved, {REPETITIONS} repetitions of one round each:");
+    eprintln!("\n{a} against {b}, interleaved, {repetitions} repetitions of one round each:");
     for distinct in [true, false] {
         for threads in [8, 32, 128] {
             let latencies = [Mutex::new(Vec::new()), Mutex::new(Vec::new())];
-            let mut ratios = Vec::with_capacity(REPETITIONS);
-            for r in 0..REPETITIONS {
+            let mut ratios = Vec::with_capacity(repetitions);
+            for r in 0..repetitions {
                 let mut took = [Duration::ZERO; 2];
                 for k in 0..2 {
                     let w = (r + k) % 2;
@@ -248,9 +252,9 @@ fn interleaved(ways: [&Way; 2], sessions: [&[String]; 2], counter: &AtomicUsize)
                 "{threads:>3} threads, {:>8}: {a} / {b} {:.2} x appends/s (median; \
                  quartiles {:.2} to {:.2}), p99 {a_p99:.3?} / {b_p99:.3?} = {:.2} x",
                 if distinct { "distinct" } else { "one" },
-                ratios[REPETITIONS / 2],
-                ratios[REPETITIONS / 4],
-                ratios[3 * REPETITIONS / 4],
+                ratios[repetitions / 2],
+                ratios[repetitions / 4],
+                ratios[3 * repetitions / 4],
                 a_p99.as_secs_f64() / b_p99.as_secs_f64(),
             );
         }
@@ -262,6 +266,10 @@ fn interleaved(ways: [&Way; 2], sessions: [&[String]; 2], counter: &AtomicUsize)
 /// machine's noise is larger than the difference between the two. Example:
 /// `GROUP_COMMIT_COUNT=store valgrind --tool=callgrind target/release/deps/group_commit-*`.
 const COUNT_ONLY: &str = "GROUP_COMMIT_COUNT";
+
+/// Repetitions of the interleaved comparison (`GROUP_COMMIT_REPETITIONS`, default 30): more
+/// narrow the medians where the machine's noise is close to the difference.
+const REPETITIONS: &str = "GROUP_COMMIT_REPETITIONS";
 
 /// With this variable set, the interleaved comparison is run a second time with the plain
 /// group writer on both sides (each on a file of its own), to show the measure's resolution.
