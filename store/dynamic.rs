@@ -4,6 +4,8 @@
 //! Invariant: only `SELECT` statements run here, on the `query_only` connection, so a dynamic
 //! query reads and never writes; values travel as bound parameters, never spliced into the text.
 
+mod rules;
+
 use rusqlite::types::Value as Sql;
 use sea_query::{SelectStatement, SqliteQueryBuilder, Value};
 
@@ -23,10 +25,16 @@ pub trait FromRow: Sized {
 
 impl Store {
     /// Runs a sea-query `SELECT` on the read connection, its values bound as parameters, and
-    /// decodes every row into `R`.
+    /// decodes every row into `R`. The statement means the same on both backends: what SQLite
+    /// and PostgreSQL would evaluate differently is refused on both (raw SQL, `*`, `/`, window
+    /// functions, functions other than `count`, `sum`, `coalesce`/`ifnull`, one-argument
+    /// `max`/`min`, `lower`/`upper`), and on PostgreSQL `LIKE` and `lower`/`upper` fold ASCII
+    /// case only and a sort key that may be NULL sorts its NULLs as SQLite does (first when
+    /// ascending).
     ///
     /// # Errors
-    /// [`Error::Invalid`] (`statement`) for a bound value SQLite has no type for;
+    /// [`Error::Invalid`] (`statement`) for a construct the two backends do not agree on, naming
+    /// it, or a bound value SQLite has no type for;
     /// [`Error::Sqlite`] when SQLite refuses the statement; a decode error as
     /// [`FromRow::from_row`].
     ///
@@ -95,9 +103,13 @@ impl Bound {
     /// Renders `statement`.
     ///
     /// # Errors
-    /// [`Error::Invalid`] (`statement`) for a bound value SQLite has no type for.
+    /// [`Error::Invalid`] (`statement`) for a construct the backends do not agree on (see
+    /// [`Store::select`]) or a bound value SQLite has no type for.
     pub(crate) fn of(statement: &SelectStatement) -> Result<Bound> {
+        rules::check(statement)?;
         let (sql, values) = statement.build(SqliteQueryBuilder);
+        #[cfg(feature = "postgres")]
+        let postgres = rules::postgres(statement, &values)?;
         let params = values
             .0
             .into_iter()
@@ -106,7 +118,7 @@ impl Bound {
         Ok(Bound {
             sql,
             #[cfg(feature = "postgres")]
-            postgres: statement.build(sea_query::PostgresQueryBuilder).0,
+            postgres,
             params,
         })
     }

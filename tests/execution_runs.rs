@@ -1076,3 +1076,77 @@ fn a_value_sqlite_cannot_hold_is_a_typed_error_naming_the_statement() {
         "{err:?}"
     );
 }
+
+/// A listing means the same on both backends: a sort key that may be NULL puts its NULLs first
+/// ascending and last descending (SQLite's order), `LIKE` folds ASCII case only, and what the
+/// two would evaluate differently is refused on both, naming it.
+#[test]
+fn a_listing_means_on_every_backend_what_it_means_on_sqlite() {
+    use sea_query::{Expr, ExprTrait, Func, Order, Query};
+    use seed_agents_store::schema::runs;
+
+    let f = fixture();
+    let mut delayed = workflow_run("Nightly report");
+    delayed.not_before = Some(T0 + 1_000);
+    let delayed = f.store.enqueue_run(&delayed).unwrap();
+    let undelayed = f.store.enqueue_run(&workflow_run("nightly ÉTÉ")).unwrap();
+    let listing = |order: Order| {
+        Query::select()
+            .columns(runs::Column::ALL.iter().copied())
+            .from(runs::Column::Table)
+            .and_where(Expr::col(runs::Column::AccountId).eq(A))
+            .order_by(runs::Column::NotBefore, order)
+            .to_owned()
+    };
+    let ids = |rows: Vec<runs::Row>| rows.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    let ascending = ids(f.store.select(&listing(Order::Asc)).unwrap());
+    assert_eq!(ascending, [undelayed.id.clone(), delayed.id.clone()]);
+    let descending = ids(f.store.select(&listing(Order::Desc)).unwrap());
+    assert_eq!(descending, [delayed.id.clone(), undelayed.id.clone()]);
+
+    let titled = |pattern: &str| {
+        let mut select = listing(Order::Asc);
+        select.and_where(Expr::col(runs::Column::Title).like(pattern));
+        ids(f.store.select(&select).unwrap())
+    };
+    // ASCII letters match in either case; other letters only as written; `\` escapes nothing.
+    assert_eq!(
+        titled("NIGHTLY%"),
+        [undelayed.id.clone(), delayed.id.clone()]
+    );
+    assert_eq!(titled("%été"), Vec::<String>::new());
+    assert_eq!(titled("%ÉTÉ"), [undelayed.id]);
+    assert_eq!(titled("nightly\\%"), Vec::<String>::new());
+    let lowered = {
+        let mut select = listing(Order::Asc);
+        select.and_where(Func::lower(Expr::col(runs::Column::Title)).eq("nightly été"));
+        ids(f.store.select(&select).unwrap())
+    };
+    assert_eq!(
+        lowered,
+        Vec::<String>::new(),
+        "lower folds ASCII letters only"
+    );
+
+    for (what, condition) in [
+        ("raw SQL", Expr::cust("random() > 0")),
+        ("Div", Expr::col(runs::Column::Attempt).div(2).eq(0)),
+        (
+            "Greatest",
+            Expr::expr(Func::greatest([
+                Expr::col(runs::Column::Attempt),
+                Expr::col(runs::Column::Depth),
+            ]))
+            .eq(1),
+        ),
+    ] {
+        let mut select = listing(Order::Asc);
+        select.and_where(condition);
+        let err = f.store.select::<runs::Row>(&select).unwrap_err();
+        assert!(
+            matches!(&err, Error::Invalid { field: "statement", reason }
+                if reason.contains(what) && reason.contains("PostgreSQL")),
+            "{what}: {err:?}"
+        );
+    }
+}

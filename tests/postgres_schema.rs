@@ -618,3 +618,43 @@ fn every_checked_statement_of_the_store_prepares_on_postgres() {
         "prepared {prepared} checked statements of the store on PostgreSQL"
     ));
 }
+
+/// Every generated query helper's statement (`schema::HELPER_STATEMENTS`, rendered for
+/// PostgreSQL at build time) is prepared on a live server holding the newest schema, and each
+/// has the parameters its SQLite text has.
+#[test]
+fn every_generated_helper_prepares_on_postgres() {
+    let Some(db) = TempDb::new("helper_statements") else {
+        return;
+    };
+    drop(seed_agents_store::Store::open(&db.url).unwrap());
+    let mut client = db.client();
+    let (mut prepared, mut failures) = (0, Vec::new());
+    for (table, statements) in schema::HELPER_STATEMENTS {
+        for (helper, sql, pg) in *statements {
+            // The helpers number their parameters (`?1`, `?2`, ...).
+            let wanted = sql
+                .split('?')
+                .skip(1)
+                .filter_map(|rest| {
+                    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                    digits.parse::<usize>().ok()
+                })
+                .max()
+                .unwrap_or(0);
+            match client.prepare(pg) {
+                Ok(statement) if statement.params().len() == wanted => prepared += 1,
+                Ok(statement) => failures.push(format!(
+                    "{table}::{helper}: {} parameters on PostgreSQL, {wanted} on SQLite: {pg}",
+                    statement.params().len()
+                )),
+                Err(e) => failures.push(format!("{table}::{helper}: {e:?}\n  {pg}")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(prepared > 150, "only {prepared} helpers found");
+    backend::say(&format!(
+        "prepared {prepared} generated helpers of the store on PostgreSQL"
+    ));
+}

@@ -419,7 +419,13 @@ impl TableGen<'_> {
         // surfaces as a compile error in the generated module, naming the statement.
         let non_null = crate::postgres::non_null_columns([self.t.table]);
         let pg = match crate::postgres::translate(sql, args.len(), &non_null) {
-            Ok(pg) => text_literal(&pg),
+            Ok(pg) => {
+                let literal = text_literal(&pg);
+                self.statements
+                    .borrow_mut()
+                    .push((name.to_owned(), sql.to_owned(), pg));
+                literal
+            }
             Err(e) => {
                 let message =
                     format!("seed-agents-codegen: no PostgreSQL rendering of `{sql}`: {e}");

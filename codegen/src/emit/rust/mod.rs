@@ -143,6 +143,11 @@ fn module(
         let m = ident(&snake_case(t));
         quote!((#t, |db: &#rt::Db<'_>| #m::count_all(db)))
     });
+    let non_null = crate::postgres::non_null_columns(project.fresh.tables.values()).into_iter();
+    let table_statements = project.fresh.tables.keys().map(|t| {
+        let m = ident(&snake_case(t));
+        quote!((#t, #m::STATEMENTS))
+    });
     let mut tables = Vec::new();
     for table in project.fresh.tables.values() {
         let t = TypedTable::new(&project.annotations, &project.schema_path, table)?;
@@ -152,6 +157,7 @@ fn module(
                 t,
                 writes: options.writes,
                 serde: options.serde_feature.as_deref(),
+                statements: Default::default(),
             }
             .module(),
         );
@@ -204,6 +210,15 @@ fn module(
         /// Every table's name with its `count_all` helper, in name order.
         pub static TABLE_COUNTS: &[(&str, fn(&#rt::Db<'_>) -> #rt::Result<i64>)] =
             &[#(#table_counts),*];
+
+        /// The column names that are NOT NULL (or in a primary key) in every table that has a
+        /// column of that name: a sort on one needs no NULL order of its own on PostgreSQL.
+        pub const NON_NULL_COLUMNS: &[&str] = &[#(#non_null),*];
+
+        /// Every table's name with its helpers' statements (`<table>::STATEMENTS`), in name
+        /// order.
+        pub const HELPER_STATEMENTS: &[(&str, &[(&str, &str, &str)])] =
+            &[#(#table_statements),*];
 
         #(#tables)*
     })

@@ -16,6 +16,9 @@ pub(super) struct TableGen<'a> {
     pub(super) t: TypedTable<'a>,
     pub(super) writes: WriteHelpers,
     pub(super) serde: Option<&'a str>,
+    /// Each helper's (name, SQLite text, PostgreSQL text), recorded as [`TableGen::helpers`]
+    /// renders them, for the module's `STATEMENTS`.
+    pub(super) statements: std::cell::RefCell<Vec<(String, String, String)>>,
 }
 
 impl TableGen<'_> {
@@ -55,6 +58,15 @@ impl TableGen<'_> {
         let from_row = self.decoder();
         let iden = self.iden_enum();
         let helpers = self.helpers();
+        let statements = self
+            .statements
+            .borrow()
+            .iter()
+            .map(|(name, sql, pg)| {
+                let (sql, pg) = (text_literal(sql), text_literal(pg));
+                quote!((#name, #sql, #pg))
+            })
+            .collect::<Vec<_>>();
 
         quote! {
             #mod_doc
@@ -77,6 +89,10 @@ impl TableGen<'_> {
                 #iden
 
                 #(#helpers)*
+
+                /// Every helper's statement: (helper, SQLite text, PostgreSQL text), for tools
+                /// and tests that check them against a live database.
+                pub const STATEMENTS: &[(&str, &str, &str)] = &[#(#statements),*];
             }
         }
     }
