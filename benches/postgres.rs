@@ -3,7 +3,7 @@
 //! its own handle) writing for 8 accounts or for one, and claim throughput with 8 concurrent
 //! workers (each its own handle, as separate nodes are). Beside the store on
 //! PostgreSQL, the append also runs through a plain `postgres` client with the same statements
-//! and transaction shape (its write lock included), which is the overhead of the store itself.
+//! and transaction shape (its session lock included), which is the overhead of the store itself.
 //!
 //! Needs a server: `SEED_AGENTS_BENCH_POSTGRES` (else `SEED_AGENTS_TEST_POSTGRES`) names one
 //! whose user may create databases, e.g. `scripts/with-postgres.sh cargo bench --features
@@ -143,9 +143,10 @@ fn timed_claims(iters: u64, store: &Store, mut unclaim: impl FnMut(&str)) -> Dur
 }
 
 /// The plain side of an append on PostgreSQL: the store's statements, prepared once, through a
-/// plain client in one transaction holding a write lock, as the store runs them.
+/// plain client in one transaction holding the session's row lock, as the store runs them.
 struct PlainAppend {
     client: postgres::Client,
+    lock: postgres::Statement,
     next: postgres::Statement,
     insert: postgres::Statement,
     session: postgres::Statement,
@@ -155,6 +156,9 @@ struct PlainAppend {
 impl PlainAppend {
     fn new(url: &str) -> PlainAppend {
         let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let lock = client
+            .prepare("SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE")
+            .unwrap();
         let next = client
             .prepare(
                 "SELECT s.agent_id, (SELECT COALESCE(MAX(e.seq), 0) + 1 FROM session_events e \
@@ -181,6 +185,7 @@ impl PlainAppend {
             .unwrap();
         PlainAppend {
             client,
+            lock,
             next,
             insert,
             session,
@@ -190,7 +195,7 @@ impl PlainAppend {
 
     fn append(&mut self, session: &str, payload: &[u8], i: i64) {
         let mut tx = self.client.transaction().unwrap();
-        tx.batch_execute("SELECT pg_advisory_xact_lock(1)").unwrap();
+        tx.execute(&self.lock, &[&session]).unwrap();
         let row = tx.query_one(&self.next, &[&session, &ACCOUNT]).unwrap();
         let agent: String = row.get(0);
         let seq: i64 = row.get(1);

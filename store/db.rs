@@ -113,9 +113,35 @@ impl<'a> Db<'a> {
         }
     }
 
+    /// Locks the row `id` of `row`'s table until the write transaction ends, so that writes
+    /// whose invariants depend on that row (a session's seqs, a run's journal) run one at a
+    /// time. A no-op on SQLite, whose writes all run one at a time. Call it before reading what
+    /// the lock guards: on PostgreSQL each later statement then sees what the previous holder
+    /// committed. Whether the row exists is not checked here.
+    pub(crate) fn lock_row(&self, row: LockedRow, id: &str) -> Result<()> {
+        match self.inner {
+            Inner::Sqlite(_) => {
+                let _ = (row, id);
+                Ok(())
+            }
+            #[cfg(feature = "postgres")]
+            Inner::Postgres(session) => session.lock_row(row, id),
+        }
+    }
+
     /// Whether statements run on PostgreSQL (in its dialect).
     pub(crate) fn is_postgres(&self) -> bool {
         !matches!(self.inner, Inner::Sqlite(_))
+    }
+
+    /// The PostgreSQL session, when the store is on PostgreSQL: for the statements only
+    /// PostgreSQL has (the claim's `FOR UPDATE SKIP LOCKED`).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn as_postgres(&self) -> Option<&'a crate::postgres::Session> {
+        match self.inner {
+            Inner::Sqlite(_) => None,
+            Inner::Postgres(session) => Some(session),
+        }
     }
 
     /// The SQLite connection, when the store is on SQLite: for the few things only SQLite has
@@ -127,6 +153,15 @@ impl<'a> Db<'a> {
             Inner::Postgres(_) => None,
         }
     }
+}
+
+/// A row [`Db::lock_row`] can lock: one whose invariants hot writes share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LockedRow {
+    /// A session (`sessions.id`): its Log's seqs, its one live agent run.
+    Session,
+    /// A run (`runs.id`): its journal's seqs.
+    Run,
 }
 
 /// Hands each row of a SQLite statement to `f` until it returns `false`.

@@ -8,10 +8,13 @@
 //! concurrent operations into one commit (group commit), each in its own savepoint, without any
 //! operation knowing.
 //!
-//! On PostgreSQL a write holds the store's write lock before it reads, so writes of all nodes
-//! are serialized as SQLite's are; an operation that reads and writes only one account's rows
-//! (`Store::write_account`) holds that lock shared and the account's lock exclusively, so
-//! writes of different accounts run at once while every other write still runs alone.
+//! On PostgreSQL no write takes a store-wide lock. A write runs `SERIALIZABLE`: PostgreSQL's
+//! serializable snapshot isolation keeps every invariant that running the writes one at a
+//! time keeps, and a write it cannot serialize is rolled back and run again (so an operation
+//! may run more than once, and does nothing outside its `&Db`). The hot writes
+//! ([`Store::write_locking`]: appends, claims) run `READ COMMITTED` and lock the rows their
+//! invariants depend on themselves ([`Db::lock_row`], `FOR UPDATE SKIP LOCKED`), so that
+//! writes to different sessions and runs neither wait for nor abort each other.
 
 use std::time::{Duration, Instant};
 
@@ -20,11 +23,23 @@ use crate::db::Db;
 use crate::error::Result;
 use crate::Store;
 
+/// How a write keeps its invariants on PostgreSQL (SQLite runs every write alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Isolation {
+    /// PostgreSQL's serializable snapshot isolation keeps them.
+    Serializable,
+    /// The operation locks the rows they depend on.
+    RowLocks,
+}
+
 impl Store {
     /// Runs `op` in the backend's write frame: SQLite's group-committing writer, or one
-    /// PostgreSQL transaction under the store's write lock (shared, with `account`'s own lock,
-    /// when `op` touches only that account's rows).
-    fn frame<T>(&self, account: Option<&str>, op: impl FnOnce(&Db, i64) -> Result<T>) -> Result<T> {
+    /// PostgreSQL transaction at `isolation`, run again while PostgreSQL cannot serialize it.
+    fn frame<T>(
+        &self,
+        isolation: Isolation,
+        mut op: impl FnMut(&Db, i64) -> Result<T>,
+    ) -> Result<T> {
         #[cfg(feature = "postgres")]
         if let Some(pool) = self.postgres() {
             if self.is_read_only() {
@@ -33,49 +48,50 @@ impl Store {
                     detail: "the store was opened read-only".into(),
                 });
             }
-            return pool.write(account, |session| op(&Db::postgres(session), self.now_ms()));
+            let isolation = match isolation {
+                Isolation::Serializable => crate::postgres::Isolation::Serializable,
+                Isolation::RowLocks => crate::postgres::Isolation::RowLocks,
+            };
+            return pool.write(isolation, |session| {
+                op(&Db::postgres(session), self.now_ms())
+            });
         }
-        let _ = account; // SQLite has one writer for every account.
+        let _ = isolation; // SQLite runs every write alone.
         self.sqlite_writer()?
             .run(|conn| op(&Db::sqlite(conn), self.now_ms()))
     }
 
     /// Runs `op` in one write transaction with the current time (epoch milliseconds), committing
-    /// what it wrote when it returns `Ok` and rolling it all back otherwise.
+    /// what it wrote when it returns `Ok` and rolling it all back otherwise. On PostgreSQL `op`
+    /// may run more than once (see the module doc).
     ///
     /// Concurrent writes share one commit ([`crate::commit`]): `op` runs in its own savepoint
     /// when others went before it in the batch, and this returns once the batch is durable.
-    pub(crate) fn write<T>(&self, op: impl FnOnce(&Db, i64) -> Result<T>) -> Result<T> {
+    pub(crate) fn write<T>(&self, op: impl FnMut(&Db, i64) -> Result<T>) -> Result<T> {
         self.write_timed(op).map(|(value, _)| value)
     }
 
-    /// [`Store::write`] for an operation that reads and writes rows of `account_id` only, and
-    /// whose invariants are the account's own (a session's seqs, its agent's rollups). On
-    /// PostgreSQL it waits only for writes of the same account and for store-wide ones, so nodes
-    /// writing for different accounts do not queue behind each other; on SQLite it is
-    /// [`Store::write`].
-    pub(crate) fn write_account<T>(
-        &self,
-        account_id: &str,
-        op: impl FnOnce(&Db, i64) -> Result<T>,
-    ) -> Result<T> {
-        self.write_in(Some(account_id), op).map(|(value, _)| value)
+    /// [`Store::write`] for an operation that locks, before it reads them, the rows its
+    /// invariants depend on ([`Db::lock_row`]): on PostgreSQL it runs `READ COMMITTED`, so it
+    /// waits only for writes of those rows. On SQLite it is [`Store::write`].
+    pub(crate) fn write_locking<T>(&self, op: impl FnMut(&Db, i64) -> Result<T>) -> Result<T> {
+        self.write_in(Isolation::RowLocks, op)
+            .map(|(value, _)| value)
     }
 
-    /// [`Store::write_account`] for an operation that owns what it needs: on SQLite it may run
+    /// [`Store::write_locking`] for an operation that owns what it needs: on SQLite it may run
     /// on the writer thread, back to back with the others queued (see [`crate::commit`]), so a
     /// hot write pays no hand-off per operation. It may run more than once before its batch
     /// commits (again, when another member failed), so it writes only through `&Db`.
-    pub(crate) fn write_owned<T, F>(&self, account_id: &str, mut op: F) -> Result<T>
+    pub(crate) fn write_owned<T, F>(&self, mut op: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnMut(&Db, i64) -> Result<T> + Send + 'static,
     {
         #[cfg(feature = "postgres")]
         if self.postgres().is_some() {
-            return self.write_account(account_id, op);
+            return self.write_locking(op);
         }
-        let _ = account_id; // SQLite has one writer for every account.
         let clock = self.clock().clone();
         self.sqlite_writer()?
             .run_owned(move |conn| op(&Db::sqlite(conn), clock.now_ms()))
@@ -85,19 +101,19 @@ impl Store {
     /// its commit (a checkpoint that commit ran included).
     pub(crate) fn write_timed<T>(
         &self,
-        op: impl FnOnce(&Db, i64) -> Result<T>,
+        op: impl FnMut(&Db, i64) -> Result<T>,
     ) -> Result<(T, Duration)> {
-        self.write_in(None, op)
+        self.write_in(Isolation::Serializable, op)
     }
 
-    /// The frame for `account` (see [`Store::frame`]), timed.
+    /// The frame at `isolation` (see [`Store::frame`]), timed.
     fn write_in<T>(
         &self,
-        account: Option<&str>,
-        op: impl FnOnce(&Db, i64) -> Result<T>,
+        isolation: Isolation,
+        op: impl FnMut(&Db, i64) -> Result<T>,
     ) -> Result<(T, Duration)> {
         let started = Instant::now();
-        let outcome = self.frame(account, op);
+        let outcome = self.frame(isolation, op);
         let took = started.elapsed();
         outcome.map(|value| (value, took))
     }

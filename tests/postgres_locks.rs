@@ -1,11 +1,11 @@
-//! Which writes wait for which on PostgreSQL, on a real server: an append to the Log or to a
-//! run's journal holds its account's lock and the store's write lock shared, so another node's
-//! append for another account goes through while one for the same account, and every
-//! store-wide write, waits.
+//! Which writes wait for which on PostgreSQL, on a real server. No write takes a store-wide
+//! lock: an append holds its session's row lock, a journal append its run's, a claim skips the
+//! runs other claimers hold, and a claim with a cap on a kind waits only for capped claims of
+//! that kind. Everything else runs `SERIALIZABLE` and waits for nobody's lock.
 //!
-//! Another node in the middle of an append is played by a plain client holding the locks such an
-//! append holds, by the rule the store documents (`store/postgres/session.rs`); a test that waits
-//! watches `pg_locks` for the waiter, so nothing here depends on timing.
+//! Another node in the middle of a write is played by a plain client holding the lock such a
+//! write holds, by the rule the store documents (`store/postgres/`); a test that waits watches
+//! `pg_stat_activity` for the waiter, so nothing here depends on timing.
 
 mod backend;
 mod postgres_common;
@@ -17,27 +17,18 @@ use seed_agents_store::payload::{
     AgentDefinition, JournalEntryBody, MessageEvent, OpenMap, SessionEventPayload,
     WorkflowJournalEntry,
 };
-use seed_agents_store::runs::NewRun;
+use seed_agents_store::runs::{ClaimLimits, NewRun};
 use seed_agents_store::schema::runs::{Kind, Origin};
 use seed_agents_store::sessions::NewSession;
 use seed_agents_store::Store;
-use sha2::Digest;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// The store's write lock (one key).
-const WRITE_LOCK: i64 = 0x7365_6564_5f77_7269;
-/// The class of the accounts' locks (the first of two keys).
-const ACCOUNT_LOCK_CLASS: i32 = 0x7365_6564;
+/// The key of the lock a claim with a cap on workflow runs holds (`store/postgres/claim.rs`).
+const WORKFLOW_CAP_LOCK: i64 = (0x6361_7073 << 32) | 2;
 
-/// The second key of `account`'s lock: the first four bytes of its SHA-256.
-fn account_key(account: &str) -> i32 {
-    let digest = sha2::Sha256::digest(account.as_bytes());
-    i32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]])
-}
-
-fn session_of(store: &Store, account: &str) -> String {
-    let agent = store
+fn agent_of(store: &Store, account: &str) -> String {
+    store
         .create_agent(
             account,
             &NewAgent {
@@ -47,12 +38,16 @@ fn session_of(store: &Store, account: &str) -> String {
                 public_chat: false,
             },
         )
-        .unwrap();
+        .unwrap()
+        .id
+}
+
+fn session_of(store: &Store, account: &str, agent: &str) -> String {
     store
         .create_session(
             account,
             &NewSession {
-                agent_id: agent.id,
+                agent_id: agent.into(),
                 ..NewSession::default()
             },
         )
@@ -90,14 +85,14 @@ fn start<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> mpsc::Rec
     rx
 }
 
-/// Waits until `n` connections to the database wait for an advisory lock.
+/// Waits until `n` sessions of the database wait for a lock (a row's or an advisory one).
 fn await_waiters(client: &mut postgres::Client, n: i64) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let waiting: i64 = client
             .query_one(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
-                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE wait_event_type = 'Lock' AND datname = current_database()",
                 &[],
             )
             .unwrap()
@@ -107,125 +102,170 @@ fn await_waiters(client: &mut postgres::Client, n: i64) {
         }
         assert!(
             Instant::now() < deadline,
-            "{waiting} connections wait for a lock, not {n}"
+            "{waiting} sessions wait for a lock, not {n}"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
 
+/// What `rx` answers within a minute: a write that should not wait for the held lock.
+fn went_through<T>(rx: mpsc::Receiver<T>, what: &str) -> T {
+    rx.recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("{what} waited for another node's lock"))
+}
+
 #[test]
-fn an_append_waits_only_for_its_own_account_and_for_store_wide_writes() {
-    let Some(db) = TempDb::new("locks_accounts") else {
+fn an_append_waits_only_for_appends_to_its_own_session_or_run() {
+    let Some(db) = TempDb::new("locks_sessions") else {
         return;
     };
     let store = Store::open(&db.url).unwrap();
-    let mine = session_of(&store, "acct-a");
-    let theirs = session_of(&store, "acct-b");
-    let my_run = claimed_run(&store, "acct-a");
-    let their_run = claimed_run(&store, "acct-b");
+    let agent = agent_of(&store, "acct-a");
+    let (mine, beside) = (
+        session_of(&store, "acct-a", &agent),
+        session_of(&store, "acct-a", &agent),
+    );
+    let theirs = session_of(&store, "acct-b", &agent_of(&store, "acct-b"));
+    let (my_run, other_run) = (claimed_run(&store, "acct-a"), claimed_run(&store, "acct-a"));
 
-    // Another node, half way through an append for acct-a.
+    // Another node, half way through an append to `mine` and one to `my_run`'s journal.
     let mut node = db.client();
     let mut append = node.transaction().unwrap();
     append
+        .execute("SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE", &[&mine])
+        .unwrap();
+    append
         .execute(
-            "SELECT pg_advisory_xact_lock_shared($1), pg_advisory_xact_lock($2, $3)",
-            &[&WRITE_LOCK, &ACCOUNT_LOCK_CLASS, &account_key("acct-a")],
+            "SELECT 1 FROM runs WHERE id = $1 FOR UPDATE",
+            &[&my_run.run_id],
         )
         .unwrap();
 
-    // acct-b's append does not wait for it.
-    let other = {
-        let (store, session) = (store.clone(), theirs.clone());
-        start(move || store.append_event("acct-b", &session, &event("b")))
-    };
-    let appended = other
-        .recv_timeout(Duration::from_secs(60))
-        .expect("an append for another account waited for acct-a's")
-        .unwrap();
-    assert_eq!(appended.seq, 1);
+    // Appends to other sessions (of the same account and agent too), other runs' journals and
+    // every other write go through.
+    for (account, session) in [("acct-a", beside.clone()), ("acct-b", theirs)] {
+        let store = store.clone();
+        let appended = start(move || store.append_event(account, &session, &event(account)));
+        assert_eq!(
+            went_through(appended, "an append to another session")
+                .unwrap()
+                .seq,
+            1
+        );
+    }
     let journaled = {
         let store = store.clone();
-        start(move || store.append_journal(&their_run, &log_entry()))
+        start(move || store.append_journal(&other_run, &log_entry()))
     };
-    let seq = journaled
-        .recv_timeout(Duration::from_secs(60))
-        .expect("a journal append for another account waited for acct-a's")
-        .unwrap();
-    assert_eq!(seq, 1);
+    assert_eq!(
+        went_through(journaled, "another run's journal append").unwrap(),
+        1
+    );
+    let touched = {
+        let store = store.clone();
+        start(move || store.touch_account("acct-a"))
+    };
+    went_through(touched, "a write of the same account").unwrap();
 
-    // acct-a's own appends and a store-wide write do.
+    // Appends to the held session and journal wait.
     let same = {
         let (store, session) = (store.clone(), mine.clone());
         start(move || store.append_event("acct-a", &session, &event("a")))
-    };
-    let wide = {
-        let store = store.clone();
-        start(move || store.touch_account("acct-c"))
     };
     let same_journal = {
         let store = store.clone();
         start(move || store.append_journal(&my_run, &log_entry()))
     };
     let mut watcher = db.client();
-    await_waiters(&mut watcher, 3);
-    assert!(same.try_recv().is_err() && wide.try_recv().is_err());
-    assert!(same_journal.try_recv().is_err());
+    await_waiters(&mut watcher, 2);
+    assert!(same.try_recv().is_err() && same_journal.try_recv().is_err());
 
     append.commit().unwrap();
     assert_eq!(same.recv().unwrap().unwrap().seq, 1);
     assert_eq!(same_journal.recv().unwrap().unwrap(), 1);
-    wide.recv().unwrap().unwrap();
 }
 
-/// A store-wide write in progress holds every append back, of every account.
+/// A claim takes the next run when another node holds the first, and waits for another node's
+/// capped claim only when it has a cap on the same kind.
 #[test]
-fn a_store_wide_write_holds_every_append_back() {
-    let Some(db) = TempDb::new("locks_store_wide") else {
+fn claims_pass_over_held_runs_and_only_capped_claims_wait_for_each_other() {
+    let Some(db) = TempDb::new("locks_claims") else {
         return;
     };
     let store = Store::open(&db.url).unwrap();
-    let sessions = [session_of(&store, "acct-a"), session_of(&store, "acct-b")];
-
-    let mut node = db.client();
-    let mut write = node.transaction().unwrap();
-    write
-        .execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
-        .unwrap();
-    let appends: Vec<_> = ["acct-a", "acct-b"]
-        .into_iter()
-        .zip(sessions)
-        .map(|(account, session)| {
-            let store = store.clone();
-            start(move || store.append_event(account, &session, &event(account)))
+    let mut queued: Vec<_> = (0..3)
+        .map(|i| {
+            let title = format!("w{i}");
+            store
+                .enqueue_run(&NewRun::new(
+                    "acct-a",
+                    Kind::Workflow,
+                    Origin::Workflow,
+                    &title,
+                ))
+                .unwrap()
         })
         .collect();
-    let mut watcher = db.client();
-    await_waiters(&mut watcher, 2);
-    assert!(appends.iter().all(|a| a.try_recv().is_err()));
+    // In claim order: oldest first, then by id.
+    queued.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    let queued: Vec<String> = queued.into_iter().map(|r| r.id).collect();
 
-    write.commit().unwrap();
-    for append in appends {
-        assert_eq!(append.recv().unwrap().unwrap().seq, 1);
-    }
+    // Another node holds the oldest run (half way through its own claim of it) and the
+    // workflow cap's lock.
+    let mut node = db.client();
+    let mut claim = node.transaction().unwrap();
+    claim
+        .execute("SELECT 1 FROM runs WHERE id = $1 FOR UPDATE", &[&queued[0]])
+        .unwrap();
+    claim
+        .execute("SELECT pg_advisory_xact_lock($1)", &[&WORKFLOW_CAP_LOCK])
+        .unwrap();
+
+    let uncapped = {
+        let store = store.clone();
+        start(move || store.claim_next_run("w1", ClaimLimits::default()))
+    };
+    let run = went_through(uncapped, "an uncapped claim")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        run.id, queued[1],
+        "the held run is passed over, the next one taken"
+    );
+
+    let capped = {
+        let store = store.clone();
+        let limits = ClaimLimits {
+            agent: u32::MAX,
+            workflow: 5,
+        };
+        start(move || store.claim_next_run("w2", limits))
+    };
+    let mut watcher = db.client();
+    await_waiters(&mut watcher, 1);
+    assert!(capped.try_recv().is_err());
+    claim.commit().unwrap();
+    assert_eq!(capped.recv().unwrap().unwrap().unwrap().id, queued[0]);
 }
 
-/// The variable a child of [`a_stopped_node_holds_the_others_up_only_within_its_bounds`] reads:
-/// the database it stalls on.
+/// The variables a child of [`a_stopped_node_holds_the_others_up_only_within_its_bounds`]
+/// reads: the database it stalls on, and the session it stalls appending to.
 const STALLING: &str = "SEED_TEST_STALLING_NODE";
+const STALLING_SESSION: &str = "SEED_TEST_STALLING_SESSION";
 
-/// The node that stalls: inside a store-wide write (an idempotent action's transaction) it says
-/// so and waits for its standard input to close. The test stops it there (SIGSTOP), as a node
-/// paused by its host or cut off mid-write would be; the stop comes from outside so that the
-/// node cannot go on before it has taken hold.
-fn stall(url: &str) {
+/// The node that stalls: half way through an append (inside an idempotent action's
+/// transaction, so that it can wait there) it says so and waits for its standard input to close.
+/// The test stops it there (SIGSTOP), as a node paused by its host or cut off mid-write would
+/// be; the stop comes from outside so that the node cannot go on before it has taken hold.
+fn stall(url: &str, session: &str) {
     use std::io::{Read, Write};
     let store = Store::options()
         .idle_in_transaction_timeout(Duration::from_secs(10))
         .open(url)
         .unwrap();
     let action = seed_agents_store::idempotency::Action::CreateSession;
-    let outcome = store.idempotent("acct-stalled", action, Some("stalled-1"), &(), |_, _| {
+    let outcome = store.idempotent("acct-stalled", action, Some("stalled-1"), &(), |tx, now| {
+        seed_agents_store::events::append_event(tx, now, "acct-stalled", session, &event("s"))?;
         println!("HOLDING");
         std::io::stdout().flush().unwrap();
         let mut rest = Vec::new();
@@ -245,17 +285,17 @@ impl Drop for Child {
     }
 }
 
-/// A node stopped (SIGSTOP) while it holds the store's write lock holds the others up only
-/// within the store's bounds: another node's write waits at most its lock timeout
-/// (`busy_timeout`) and fails `Busy`, never hanging; once the stopped node's session has sat
-/// idle in its transaction for its `idle_in_transaction_timeout`, the server ends it, its write
-/// is rolled back, its locks go, and the others write again. Without the bounds the others
-/// waited for as long as the node stayed stopped.
+/// A node stopped (SIGSTOP) half way through an append stalls only what waits for the same
+/// session, and that only within the store's bounds: the other node's writes elsewhere go on at
+/// once; an append to the stalled session waits at most its lock timeout (`busy_timeout`) and
+/// fails `Busy`, never hanging; once the stopped node's session has sat idle in its transaction
+/// for its `idle_in_transaction_timeout`, the server ends it, its write is rolled back, its
+/// locks go, and the append goes through.
 #[test]
 fn a_stopped_node_holds_the_others_up_only_within_its_bounds() {
     use std::io::BufRead;
     if let Ok(url) = std::env::var(STALLING) {
-        return stall(&url);
+        return stall(&url, &std::env::var(STALLING_SESSION).unwrap());
     }
     let Some(db) = TempDb::new("stopped_node") else {
         return;
@@ -265,6 +305,8 @@ fn a_stopped_node_holds_the_others_up_only_within_its_bounds() {
         .busy_timeout(Duration::from_millis(300))
         .open(&db.url)
         .unwrap();
+    let stalled = session_of(&other, "acct-stalled", &agent_of(&other, "acct-stalled"));
+    let elsewhere = session_of(&other, "acct-other", &agent_of(&other, "acct-other"));
     let mut child = Child(
         std::process::Command::new(std::env::current_exe().unwrap())
             .args([
@@ -275,6 +317,7 @@ fn a_stopped_node_holds_the_others_up_only_within_its_bounds() {
                 "1",
             ])
             .env(STALLING, &db.url)
+            .env(STALLING_SESSION, &stalled)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
@@ -311,20 +354,46 @@ fn a_stopped_node_holds_the_others_up_only_within_its_bounds() {
         std::thread::sleep(Duration::from_millis(10));
     }
 
-    let e = other.touch_account("acct-other").unwrap_err();
+    // Everything else goes on while the node is stopped.
+    other.touch_account("acct-stalled").unwrap();
+    assert_eq!(
+        other
+            .append_event("acct-other", &elsewhere, &event("o"))
+            .unwrap()
+            .seq,
+        1
+    );
+    let queued = other
+        .enqueue_run(&NewRun::new(
+            "acct-other",
+            Kind::Workflow,
+            Origin::Workflow,
+            "w",
+        ))
+        .unwrap();
+    let claimed = other
+        .claim_next_run("w", ClaimLimits::default())
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.id, queued.id);
+    // An append to the stalled session waits at most its bound.
+    let e = other
+        .append_event("acct-stalled", &stalled, &event("x"))
+        .unwrap_err();
     assert_eq!(e.kind(), seed_agents_store::ErrorKind::Busy, "{e}");
-    // Bounded by the test, not timed: the write goes through once the server has ended the
+    // Bounded by the test, not timed: the append goes through once the server has ended the
     // stopped session (after its 10 s idle timeout), while the node is still stopped.
     let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match other.touch_account("acct-other") {
-            Ok(()) => break,
+    let appended = loop {
+        match other.append_event("acct-stalled", &stalled, &event("x")) {
+            Ok(appended) => break appended,
             Err(e) if e.kind() == seed_agents_store::ErrorKind::Busy => {
                 assert!(Instant::now() < deadline, "still waiting: {e}");
             }
             Err(e) => panic!("{e}"),
         }
-    }
+    };
+    assert_eq!(appended.seq, 1, "the stalled append was rolled back");
     assert!(
         stopped(),
         "the node was still stopped when the others went on"

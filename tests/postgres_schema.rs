@@ -306,28 +306,26 @@ fn a_text_column_in_another_collation_is_refused() {
 /// store's session bounds, JIT off among them.
 #[test]
 fn durability_is_every_connections_synchronous_commit() {
-    use seed_agents_store::{Columns, Durability, FromRow, Store};
-    struct Setting(String);
-    impl FromRow for Setting {
-        fn from_row(row: &dyn Columns) -> seed_agents_store::Result<Self> {
-            match row.value(0)? {
-                rusqlite::types::ValueRef::Text(t) => {
-                    Ok(Setting(String::from_utf8_lossy(t).into()))
-                }
-                other => panic!("{other:?}"),
-            }
-        }
-    }
+    use seed_agents_store::{Durability, Query, Store};
     let Some(db) = TempDb::new("durability") else {
         return;
     };
     let store = Store::open(&db.url).unwrap();
+    // Read on a connection the store hands out, through the checked-query runtime's own seam
+    // (`Store::select` refuses raw SQL, which means nothing on SQLite).
     let setting = |store: &Store, name: &str| -> String {
-        let query = sea_query::Query::select()
-            .expr(sea_query::Expr::cust(format!("current_setting('{name}')")))
-            .to_owned();
-        let rows: Vec<Setting> = store.select(&query).unwrap();
-        rows[0].0.clone()
+        let sql = match name {
+            "synchronous_commit" => "SELECT current_setting('synchronous_commit')",
+            "jit" => "SELECT current_setting('jit')",
+            _ => "SELECT current_setting('lock_timeout')",
+        };
+        let reading = store.reading().unwrap();
+        Query::new("SELECT 1", sql, &[], |row| match row.value(0)? {
+            rusqlite::types::ValueRef::Text(t) => Ok(String::from_utf8_lossy(t).into_owned()),
+            other => panic!("{other:?}"),
+        })
+        .fetch_one(&reading)
+        .unwrap()
     };
     assert_eq!(setting(&store, "synchronous_commit"), "on");
     store.set_durability(Durability::Normal).unwrap();

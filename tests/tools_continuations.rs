@@ -54,7 +54,7 @@ fn continue_with_new_session(
     let agent = agent.to_owned();
     store.continue_session_with(A, req, |conn, now| {
         let new = NewSession {
-            agent_id: agent,
+            agent_id: agent.clone(),
             ..NewSession::default()
         };
         Ok(seed_agents_store::sessions::create_session(conn, now, A, &new)?.id)

@@ -62,7 +62,7 @@ impl Store {
     /// Appends the event `event` builds (if any) in a write of its own.
     fn security_event<'a>(
         &self,
-        event: impl FnOnce(&Db) -> Result<Option<Event<'a>>>,
+        mut event: impl FnMut(&Db) -> Result<Option<Event<'a>>>,
     ) -> Result<()> {
         if self.is_read_only() {
             return Ok(());
@@ -159,7 +159,7 @@ impl Store {
     pub(crate) fn audit_decrypt<T>(
         &self,
         account_id: &str,
-        target: impl FnOnce() -> String,
+        mut target: impl FnMut() -> String,
         result: Result<T>,
     ) -> Result<T> {
         let Some(why) = result.as_ref().err().and_then(decrypt_failure) else {

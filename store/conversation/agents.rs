@@ -110,7 +110,7 @@ fn edit_agent(
     store: &Store,
     account_id: &str,
     id: &str,
-    edit: impl FnOnce(&mut Row) -> Result<()>,
+    mut edit: impl FnMut(&mut Row) -> Result<()>,
 ) -> Result<Row> {
     let edited = store.write(|tx, now| {
         let mut row = agents::get(tx, account_id, id)?.ok_or_else(|| agent_not_found(id))?;
@@ -206,7 +206,7 @@ impl Store {
     ) -> Result<Row> {
         let cbor = Cbor::encode(definition)?;
         let row = edit_agent(self, account_id, id, |row| {
-            row.definition_cbor = cbor;
+            row.definition_cbor = cbor.clone();
             Ok(())
         })?;
         self.sync_mcp_tools(account_id, Some(id))?;

@@ -17,10 +17,10 @@
 //! - the session's `updated_at` moves with every append, so the session list surfaces active
 //!   chats; the agent's `updated_at` does not (see [`crate::agents`]).
 //!
-//! On PostgreSQL an append holds its account's write lock (`Store::write_account`) rather
-//! than the store's: every row it reads or writes is the account's (the session, its events, its
-//! agent), so appends of different accounts run at once on several nodes, while two appends of
-//! one account, and every store-wide write, still run one at a time.
+//! On PostgreSQL an append runs `READ COMMITTED` under its session's row lock
+//! (`Store::write_locking`, `Db::lock_row`): appends to one session run one at a time, so the
+//! seq read is the last committed, while appends to other sessions, of any account, run at once
+//! on every node (two of one agent wait only for each other's rollup update).
 //!
 //! Every read and write names the session's account: a session of another account is refused
 //! exactly like an unknown one (an append is [`Error::NotFound`], a replay is empty), folded into
@@ -31,7 +31,7 @@
 
 use std::borrow::Cow;
 
-use crate::db::Db;
+use crate::db::{Db, LockedRow};
 
 use crate::cbor::Cbor;
 use crate::check::invalid;
@@ -170,6 +170,9 @@ fn append_encoded(
     session_id: &str,
     event: &Encoded,
 ) -> Result<Appended> {
+    // Appends to one session run one at a time (on PostgreSQL, under the session's row lock;
+    // appends to other sessions go on), so the seq read below is the last one committed.
+    conn.lock_row(LockedRow::Session, session_id)?;
     // The session's agent, whether it is top level, and the next seq, in one read that also
     // checks the account: another account's session is not found, like an unknown one.
     let session = query!(
@@ -261,9 +264,7 @@ impl Store {
     ) -> Result<Appended> {
         let (account, session) = (account_id.to_owned(), session_id.to_owned());
         let appended = Encoded::of(event).and_then(|event| {
-            self.write_owned(account_id, move |tx, now| {
-                append_encoded(tx, now, &account, &session, &event)
-            })
+            self.write_owned(move |tx, now| append_encoded(tx, now, &account, &session, &event))
         });
         self.audit_refused(account_id, appended)
     }
@@ -307,7 +308,7 @@ impl Store {
         let (account, session) = (account_id.to_owned(), session_id.to_owned());
         let encoded = events.iter().map(Encoded::of).collect::<Result<Vec<_>>>();
         let appended = encoded.and_then(|events| {
-            self.write_owned(account_id, move |tx, now| {
+            self.write_owned(move |tx, now| {
                 events
                     .iter()
                     .map(|event| append_encoded(tx, now, &account, &session, event))

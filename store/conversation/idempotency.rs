@@ -161,7 +161,7 @@ impl Store {
         action: Action,
         client_request_id: Option<&str>,
         request: &Req,
-        run: impl FnOnce(&Db, i64) -> Result<R>,
+        mut run: impl FnMut(&Db, i64) -> Result<R>,
     ) -> Result<Outcome<R>>
     where
         Req: Serialize + ?Sized,
@@ -172,16 +172,24 @@ impl Store {
             .transpose()?;
         let request = id.map(|_| cbor::to_vec(request)).transpose()?;
         let outcome = self.write(|tx, now| {
-            let (Some(id), Some(request)) = (id, request) else {
+            let (Some(id), Some(request)) = (id, request.as_deref()) else {
                 return Ok(Outcome::Fresh(run(tx, now)?));
             };
             // A replay has written nothing, so committing its empty transaction changes nothing.
             if let Some(row) = action_idempotency::get(tx, account_id, action.as_str(), id)? {
-                return replay(&row, &request, action).map(Outcome::Replayed);
+                return replay(&row, request, action).map(Outcome::Replayed);
             }
             let response = run(tx, now)?;
             let response_bytes = cbor::to_vec(&response)?;
-            insert(tx, now, account_id, action, id, request, response_bytes)?;
+            insert(
+                tx,
+                now,
+                account_id,
+                action,
+                id,
+                request.to_vec(),
+                response_bytes,
+            )?;
             Ok(Outcome::Fresh(response))
         });
         self.audit_conflict(account_id, outcome)
@@ -232,13 +240,25 @@ impl Store {
         let id = client_id(action, client_id_raw)?;
         let request = cbor::to_vec(request)?;
         let response_bytes = cbor::to_vec(&response)?;
+        // `None` for this record stored: the write may run more than once (see `Store::write`),
+        // so it hands `response` back only once it committed.
         let recorded = self.write(|tx, now| {
             if let Some(row) = action_idempotency::get(tx, account_id, action.as_str(), id)? {
-                return replay(&row, &request, action).map(Outcome::Replayed);
+                return replay(&row, &request, action).map(Some);
             }
-            insert(tx, now, account_id, action, id, request, response_bytes)?;
-            Ok(Outcome::Fresh(response))
+            insert(
+                tx,
+                now,
+                account_id,
+                action,
+                id,
+                request.clone(),
+                response_bytes.clone(),
+            )?;
+            Ok(None)
         });
+        let recorded =
+            recorded.map(|replayed| replayed.map_or(Outcome::Fresh(response), Outcome::Replayed));
         self.audit_conflict(account_id, recorded)
     }
 }

@@ -259,7 +259,7 @@ impl Store {
                     let row = secrets::Row {
                         ciphertext: sealed.ciphertext,
                         key_id: sealed.key_id,
-                        metadata_cbor: metadata,
+                        metadata_cbor: metadata.clone(),
                         updated_at: now,
                         ..existing
                     };
@@ -272,7 +272,7 @@ impl Store {
                         account_id: account_id.into(),
                         name: name.into(),
                         ciphertext: sealed.ciphertext,
-                        metadata_cbor: metadata,
+                        metadata_cbor: metadata.clone(),
                         created_at: now,
                         updated_at: now,
                         key_id: sealed.key_id,

@@ -158,7 +158,7 @@ fn edit_session<T>(
     store: &Store,
     account_id: &str,
     id: &str,
-    edit: impl FnOnce(&mut Row, i64) -> Result<(bool, T)>,
+    mut edit: impl FnMut(&mut Row, i64) -> Result<(bool, T)>,
 ) -> Result<(Row, T)> {
     let edited = store.write(|tx, now| {
         let mut row = sessions::get(tx, account_id, id)?.ok_or_else(|| session_not_found(id))?;
@@ -326,7 +326,7 @@ impl Store {
         writer: PlanWriter,
     ) -> Result<PlanWrite> {
         let (session, settled_now) = edit_session(self, account_id, id, |row, now| {
-            let Some(plan) = plan else {
+            let Some(plan) = plan.clone() else {
                 row.plan_cbor = None;
                 return Ok((true, false));
             };
@@ -353,7 +353,7 @@ impl Store {
     ) -> Result<Row> {
         let cbor = model_override.map(Cbor::encode).transpose()?;
         Ok(edit_session(self, account_id, id, |row, _| {
-            row.model_override_cbor = cbor;
+            row.model_override_cbor = cbor.clone();
             Ok((true, ()))
         })?
         .0)

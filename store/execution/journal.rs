@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use crate::db::Db;
+use crate::db::{Db, LockedRow};
 
 use crate::cbor::Cbor;
 use crate::error::{Error, Result};
@@ -135,10 +135,11 @@ impl Store {
     /// failed with `journal-cap` and nothing is appended), [`Error::LeaseLost`] when `claim` no
     /// longer holds the run, [`Error::NotFound`] when it is not in the account.
     pub fn append_journal(&self, claim: &Claim, entry: &WorkflowJournalEntry) -> Result<i64> {
-        // Committed even when capped: the run's failure is part of the outcome. Every row it
-        // touches is the account's (the run, its journal, and on a cap its parent and session),
-        // so on PostgreSQL it waits only for that account's writes and store-wide ones.
-        let appended = self.write_account(&claim.account_id, |tx, now| {
+        // Committed even when capped: the run's failure is part of the outcome. On PostgreSQL
+        // it runs under the run's row lock, so appends to one journal run in turn and the
+        // count read is the last committed; other runs' appends go on.
+        let appended = self.write_locking(|tx, now| {
+            tx.lock_row(LockedRow::Run, &claim.run_id)?;
             // The lease alone decides; the hot path never decodes the whole row.
             let lease = query!(
                 "SELECT status, lease_owner, attempt FROM runs WHERE account_id = ?1 AND id = ?2",

@@ -7,7 +7,9 @@
 //! ended), `fence` refuses with [`Error::LeaseLost`] inside the write's own transaction, before
 //! anything is written. The attempt is part of the claim because an owner id alone is not
 //! unique over time: a worker that reclaims its own swept run holds a new attempt, and the old
-//! attempt's late writes must still be refused.
+//! attempt's late writes must still be refused. The fence reads the run with its row locked on
+//! PostgreSQL, so a worker's writes run `READ COMMITTED` (`Store::write_locking`)
+//! and still see the run as the last write on it left it.
 
 use crate::db::Db;
 
@@ -80,16 +82,27 @@ impl Claim {
     }
 }
 
-/// The run under `claim`, read inside the caller's write transaction, or [`Error::LeaseLost`]
-/// when the lease has moved ([`Error::NotFound`] when the run is not in the claim's account).
+/// The run under `claim`, read inside the caller's write transaction with its row locked (see
+/// [`lock_run`]), or [`Error::LeaseLost`] when the lease has moved ([`Error::NotFound`] when
+/// the run is not in the claim's account).
 pub(crate) fn fence(conn: &Db, claim: &Claim) -> Result<runs::Row> {
-    let row =
-        runs::get(conn, &claim.account_id, &claim.run_id)?.ok_or_else(|| Error::NotFound {
-            what: "run",
-            id: claim.run_id.clone(),
-        })?;
+    let row = lock_run(conn, &claim.account_id, &claim.run_id)?.ok_or_else(|| Error::NotFound {
+        what: "run",
+        id: claim.run_id.clone(),
+    })?;
     if !claim.holds(&row) {
         return Err(claim.lost());
     }
     Ok(row)
+}
+
+/// The run `id` of `account_id`, read inside the caller's write transaction; on PostgreSQL with
+/// its row locked until the write ends, so that writes on one run take turns and each reads
+/// what the last committed (SQLite's writes all take turns).
+pub(crate) fn lock_run(conn: &Db, account_id: &str, id: &str) -> Result<Option<runs::Row>> {
+    #[cfg(feature = "postgres")]
+    if let Some(session) = conn.as_postgres() {
+        return crate::postgres::lock_run(session, account_id, id);
+    }
+    runs::get(conn, account_id, id)
 }

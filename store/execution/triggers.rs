@@ -118,7 +118,7 @@ impl Store {
                 id,
                 account_id: new.account_id.clone(),
                 agent_id: new.agent_id.clone(),
-                name,
+                name: name.clone(),
                 enabled: new.enabled,
                 source_cbor: Cbor::encode(&new.source)?,
                 prompt: new.prompt.clone(),
@@ -166,8 +166,8 @@ impl Store {
         let updated = self.write(|tx, now| {
             let mut row = load_trigger(tx, account_id, id)?;
             check_mutable(&row)?;
-            if let Some(name) = name {
-                row.name = name;
+            if let Some(name) = &name {
+                row.name = name.clone();
             }
             if let Some(enabled) = patch.enabled {
                 row.enabled = enabled;

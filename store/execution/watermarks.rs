@@ -139,7 +139,7 @@ impl Store {
         &self,
         account_id: &str,
         server_url: &str,
-        upsert: impl FnOnce(&Db, i64) -> Result<usize>,
+        mut upsert: impl FnMut(&Db, i64) -> Result<usize>,
     ) -> Result<activity_watermarks::Row> {
         non_empty("server_url", server_url)?;
         self.write(|tx, now| {

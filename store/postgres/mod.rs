@@ -22,13 +22,15 @@ mod client;
 mod copy;
 mod gate;
 mod migrate;
+mod runs;
 mod session;
 
 pub(crate) use client::Bounds;
 pub use copy::{copy, CopyReport, TableCopy};
 pub use gate::State;
+pub(crate) use runs::{claim_next, lock_run};
 pub use session::Lease;
-pub(crate) use session::{Pool, Session};
+pub(crate) use session::{Isolation, Pool, Session};
 
 use crate::error::{Error, Result};
 use client::Client;

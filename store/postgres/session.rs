@@ -5,10 +5,11 @@
 //! a blob `bytea`, a real `double precision`; a NULL takes the type its place in the statement
 //! gives it), so a statement means on PostgreSQL what it means on SQLite; a result column comes
 //! back as the SQLite value of the same meaning (a `boolean` as 0 or 1, a `numeric` sum as an
-//! integer when whole). A write holds the store's write lock (an advisory transaction lock)
-//! from its first statement, so writers of every node run one at a time, as SQLite's do, and
-//! every invariant the store keeps on SQLite holds across nodes. A connection that failed is
-//! closed, never returned to the pool.
+//! integer when whole). A write runs in one transaction at the [`Isolation`] its operation
+//! asks for: `SERIALIZABLE`, where PostgreSQL itself keeps every invariant that running writes
+//! one at a time keeps (a write it cannot serialize is run again), or `READ COMMITTED` for the
+//! hot writes that lock the rows their invariants depend on. No write takes a store-wide lock.
+//! A connection that failed is closed, never returned to the pool.
 
 use super::client::{Bounds, Client};
 use crate::db::Columns;
@@ -21,19 +22,35 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-/// The advisory lock key of the store's write transactions ("seed-agents-write", truncated).
-const WRITE_LOCK: i64 = 0x7365_6564_5f77_7269;
+/// Why a write failed because of another transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Conflict {
+    /// PostgreSQL could not serialize it (40001), or it deadlocked (40P01): run it again.
+    Serialization,
+    /// A unique key was taken (23505). PostgreSQL reports a key a concurrent transaction
+    /// inserted this way unless the write had read that very key (a `MAX(seq) + 1` read the
+    /// index's end, say), so the write runs again, up to [`UNIQUE_RETRIES`] times: it then sees
+    /// the row, as it would have run after the other. A key taken before fails the same way
+    /// each time, and that error is the answer.
+    Unique,
+}
 
-/// The first key of the two-key advisory locks that account-scoped writes take ("seed"), a lock
-/// space of its own beside the one-key locks.
-const ACCOUNT_LOCK_CLASS: i32 = 0x7365_6564;
+/// How many times a write that met a unique key runs again (see [`Conflict::Unique`]): enough
+/// for every node of a cluster to have inserted before it once, few enough that a key that was
+/// simply taken fails within about half a second.
+const UNIQUE_RETRIES: u32 = 16;
 
-/// The second key of `account_id`'s lock: the first four bytes of its SHA-256, the same on every
-/// node (two accounts sharing a key only wait for each other).
-fn account_key(account_id: &str) -> i32 {
-    use sha2::Digest;
-    let digest = sha2::Sha256::digest(account_id.as_bytes());
-    i32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]])
+/// How a write transaction keeps the store's invariants on PostgreSQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Isolation {
+    /// `SERIALIZABLE`: PostgreSQL's serializable snapshot isolation keeps every invariant that
+    /// running the writes one at a time keeps (as SQLite runs them). A write it cannot fit into
+    /// a serial order fails (40001, or a deadlock's 40P01) and is run again.
+    Serializable,
+    /// `READ COMMITTED`: the operation locks the rows its invariants depend on itself
+    /// (`Db::lock_row`, a claim's `FOR UPDATE SKIP LOCKED`), so hot writes to different rows
+    /// neither wait for nor abort each other.
+    RowLocks,
 }
 
 /// A prepared statement's key: its static text's address and length, and its parameter types.
@@ -49,11 +66,27 @@ pub(crate) struct Session {
     synchronous: std::cell::Cell<bool>,
     /// Prepared statements by (the static text's address and length, the parameter types).
     statements: RefCell<HashMap<StatementKey, Statement>>,
+    /// Why a statement failed, when another transaction caused it: the write is run again,
+    /// whatever error the operation made of it.
+    conflicted: std::cell::Cell<Option<Conflict>>,
     name: Arc<str>,
 }
 
 impl Session {
     fn fail(&self, source: postgres::Error) -> Error {
+        use postgres::error::SqlState;
+        match source.code() {
+            Some(c)
+                if *c == SqlState::T_R_SERIALIZATION_FAILURE
+                    || *c == SqlState::T_R_DEADLOCK_DETECTED =>
+            {
+                self.conflicted.set(Some(Conflict::Serialization));
+            }
+            Some(c) if *c == SqlState::UNIQUE_VIOLATION => {
+                self.conflicted.set(Some(Conflict::Unique));
+            }
+            _ => {}
+        }
         Error::Postgres {
             database: self.name.to_string(),
             source,
@@ -99,6 +132,27 @@ impl Session {
             .execute(&statement, &refs(&values))
             .map_err(|e| self.fail(e))?;
         Ok(n as usize)
+    }
+
+    /// The error an operation returns when another transaction got in its way in a manner
+    /// PostgreSQL does not report itself: the write is rolled back and runs again, as after a
+    /// serialization failure (`Busy` once the lock bound has passed).
+    pub(crate) fn conflict(&self, detail: String) -> Error {
+        self.conflicted.set(Some(Conflict::Serialization));
+        Error::Busy {
+            path: std::path::PathBuf::from(self.name.to_string()),
+            detail,
+        }
+    }
+
+    /// Locks a row until the transaction ends (see [`crate::Db::lock_row`]).
+    pub(crate) fn lock_row(&self, row: crate::db::LockedRow, id: &str) -> Result<()> {
+        use crate::db::LockedRow;
+        let sql = match row {
+            LockedRow::Session => r#"SELECT 1 FROM "sessions" WHERE "id" = $1 FOR UPDATE"#,
+            LockedRow::Run => r#"SELECT 1 FROM "runs" WHERE "id" = $1 FOR UPDATE"#,
+        };
+        self.each_row(sql, &[&id], &mut |_| Ok(true))
     }
 
     /// Runs statements without parameters (transaction control).
@@ -484,6 +538,7 @@ impl Pool {
                             in_transaction: std::cell::Cell::new(false),
                             synchronous: std::cell::Cell::new(true),
                             statements: RefCell::new(HashMap::new()),
+                            conflicted: std::cell::Cell::new(None),
                             name: self.name.clone(),
                         }),
                         open: None,
@@ -510,28 +565,57 @@ impl Pool {
         self.freed.notify_one();
     }
 
-    /// Runs `op` in one write transaction, committing when it returns `Ok` and rolling back
-    /// otherwise. It holds the store's write lock, or, for an operation on `account`'s rows only,
-    /// that lock shared and the account's own lock: writes of different accounts then run at
-    /// once, and a store-wide write still waits for all of them (and they for it).
+    /// Runs `op` in one write transaction at `isolation`, committing when it returns `Ok` and
+    /// rolling back otherwise. A transaction PostgreSQL could not serialize (or that deadlocked)
+    /// is rolled back and `op` runs again, after a short random pause, until it commits or the
+    /// lock bound (`OpenOptions::busy_timeout`) has passed; then its error, of kind `Busy`,
+    /// is returned. One that met a unique key runs again a few times (see
+    /// [`Conflict::Unique`]).
     pub(crate) fn write<T>(
         &self,
-        account: Option<&str>,
-        op: impl FnOnce(&Session) -> Result<T>,
+        isolation: Isolation,
+        mut op: impl FnMut(&Session) -> Result<T>,
     ) -> Result<T> {
-        let mut lease = self.get()?;
-        lease.begin(&match account {
-            None => format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"),
-            Some(account) => format!(
-                "BEGIN; SELECT pg_advisory_xact_lock_shared({WRITE_LOCK}), \
-                 pg_advisory_xact_lock({ACCOUNT_LOCK_CLASS}, {})",
-                account_key(account)
-            ),
-        })?;
-        let value = op(lease.session())?; // an error drops the lease, which rolls back
-        lease.commit()?;
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        Ok(value)
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_micros(500);
+        let mut unique_retries = 0;
+        loop {
+            let mut lease = self.get()?;
+            lease.session().conflicted.set(None);
+            lease.begin(match isolation {
+                Isolation::Serializable => "BEGIN ISOLATION LEVEL SERIALIZABLE",
+                // The hot writes' statements are lookups by key: one generic plan each, kept
+                // by the connection, instead of a plan per call (the claim's took longer to
+                // plan than to run). Sent with the BEGIN, so it costs no round trip.
+                Isolation::RowLocks => {
+                    "BEGIN ISOLATION LEVEL READ COMMITTED;                      SET LOCAL plan_cache_mode = force_generic_plan"
+                }
+            })?;
+            let outcome = op(lease.session()).and_then(|value| lease.commit().map(|()| value));
+            let error = match outcome {
+                Ok(value) => {
+                    self.writes.fetch_add(1, Ordering::Relaxed);
+                    return Ok(value);
+                }
+                Err(error) => error,
+            };
+            let again = match lease.session().conflicted.take() {
+                Some(Conflict::Serialization) => started.elapsed() < self.bounds.lock,
+                Some(Conflict::Unique) => {
+                    unique_retries += 1;
+                    unique_retries <= UNIQUE_RETRIES && started.elapsed() < self.bounds.lock
+                }
+                None => false,
+            };
+            drop(lease); // rolls back
+            if !again {
+                return Err(error);
+            }
+            // Random, so that the writes that conflicted do not meet again in step.
+            use rand::Rng;
+            std::thread::sleep(pause.mul_f64(rand::thread_rng().gen_range(0.5..1.5)));
+            pause = (pause * 2).min(std::time::Duration::from_millis(50));
+        }
     }
 
     /// Writes committed through this pool: each is its own commit (there is no group commit

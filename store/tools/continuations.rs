@@ -96,7 +96,7 @@ impl Store {
         &self,
         account_id: &str,
         request: &ContinuationRequest,
-        make_successor: impl FnOnce(&Db, i64) -> Result<String>,
+        mut make_successor: impl FnMut(&Db, i64) -> Result<String>,
     ) -> Result<Continued> {
         check(request)?;
         let manifest_cbor = Cbor::encode(&request.manifest)?;
@@ -151,7 +151,7 @@ impl Store {
                 tool_call_id: request.tool_call_id.clone(),
                 initiating_event_id: request.initiating_event_id.clone(),
                 reason: request.reason.clone(),
-                manifest_cbor,
+                manifest_cbor: manifest_cbor.clone(),
                 created_at: now,
             };
             session_continuations::insert(tx, &edge)?;

@@ -1,18 +1,21 @@
 //! Taking runs off the queue and holding them: the claim, start, lease renewal, and the boot
 //! sweep that takes back what a dead worker held.
 //!
-//! Invariant: a queued run is claimed at most once. The claim is one `UPDATE ... RETURNING`
-//! ([`claim_next_query`], [`claim_one_query`]) inside a `BEGIN IMMEDIATE` transaction, which
-//! takes the write lock before the statement reads: two claimers serialize on it and the second
-//! sees the first's claim.
+//! Invariant: a queued run is claimed at most once. On SQLite the claim is one
+//! `UPDATE ... RETURNING` ([`claim_next_query`], [`claim_one_query`]) inside a `BEGIN IMMEDIATE`
+//! transaction, which takes the write lock before the statement reads: two claimers serialize
+//! on it and the second sees the first's claim. On PostgreSQL claimers run at once, each
+//! skipping the runs the others hold (see `crate::postgres::claim_next`), and a claim of a
+//! session's run holds the session's row lock while it checks that session's live runs.
 
 use super::lifecycle::{load_run, requeue_waiting};
 use super::queries::{claim_next_query, claim_one_query, live_runs_query};
 use super::{ClaimLimits, SweepMode, LEASE_MS};
 use crate::check::invalid;
+use crate::db::LockedRow;
 use crate::error::Result;
 use crate::lease::{fence, Claim};
-use crate::schema::runs::{self, Status};
+use crate::schema::runs::{self, Kind, Status};
 use crate::{query, Store};
 
 /// Refuses an empty lease owner (an owner is compared as written, so it is not trimmed).
@@ -36,7 +39,18 @@ impl Store {
         // The frame's IMMEDIATE takes the write lock before the statement reads, so a claimer
         // never works from a snapshot another claimer has already changed (and waits on the busy
         // timeout instead of failing with a stale snapshot).
-        self.write(|tx, now| {
+        self.write_locking(|tx, now| {
+            #[cfg(feature = "postgres")]
+            if let Some(session) = tx.as_postgres() {
+                return crate::postgres::claim_next(
+                    session,
+                    owner,
+                    now,
+                    limits.agent,
+                    limits.workflow,
+                    now + LEASE_MS,
+                );
+            }
             claim_next_query!(
                 owner,
                 now,
@@ -56,8 +70,17 @@ impl Store {
     /// otherwise.
     pub fn claim_run(&self, account_id: &str, id: &str, owner: &str) -> Result<Option<runs::Row>> {
         check_owner(owner)?;
-        let result = self.write(|tx, now| {
-            load_run(tx, account_id, id)?;
+        let result = self.write_locking(|tx, now| {
+            let run = load_run(tx, account_id, id)?;
+            // Checked under the session's lock, which every claim of its runs takes (see the
+            // module doc): on PostgreSQL the check then sees every claim committed before.
+            if let Some(session) = run
+                .session_id
+                .as_deref()
+                .filter(|_| run.kind == Kind::Agent)
+            {
+                tx.lock_row(LockedRow::Session, session)?;
+            }
             claim_one_query!(account_id, id, owner, now, now + LEASE_MS).fetch_optional(tx)
         });
         self.audit_refused(account_id, result)
@@ -69,7 +92,7 @@ impl Store {
     /// [`crate::Error::LeaseLost`] when `claim` no longer holds the run (see [`crate::lease`]),
     /// [`crate::Error::NotFound`] when it is not in the account.
     pub fn start_run(&self, claim: &Claim) -> Result<runs::Row> {
-        self.write(|tx, now| {
+        self.write_locking(|tx, now| {
             let mut row = fence(tx, claim)?;
             row.status = Status::Running;
             row.started_at.get_or_insert(now);
@@ -86,7 +109,7 @@ impl Store {
     /// requeued, finished or claimed by another worker), [`crate::Error::NotFound`] when it is
     /// not in the account.
     pub fn renew_lease(&self, claim: &Claim) -> Result<i64> {
-        self.write(|tx, now| {
+        self.write_locking(|tx, now| {
             let expiry = now + LEASE_MS;
             fence(tx, claim)?;
             query!(

@@ -11,8 +11,8 @@ use super::lifecycle::{delete_waits, load_run, mirror_session, terminate};
 use super::queries::tree_members_query;
 use super::{backoff_ms, CancelReport, Finalized, RunOutcome, BACKOFF_JITTER_MS};
 use crate::cbor::Cbor;
-use crate::error::Result;
-use crate::lease::{fence, Claim};
+use crate::error::{Error, Result};
+use crate::lease::{fence, lock_run, Claim};
 use crate::payload::RunUsage;
 use crate::schema::runs::{self, Status};
 use crate::Store;
@@ -25,7 +25,7 @@ impl Store {
     /// [`crate::Error::LeaseLost`] when `claim` no longer holds the run,
     /// [`crate::Error::NotFound`] when it is not in the account.
     pub fn record_run_usage(&self, claim: &Claim, usage: &RunUsage) -> Result<runs::Row> {
-        self.write(|tx, now| {
+        self.write_locking(|tx, now| {
             let mut row = fence(tx, claim)?;
             let mut usage = usage.clone();
             if !usage.contains_key("children") {
@@ -53,15 +53,21 @@ impl Store {
     /// ended), [`crate::Error::NotFound`] when it is not in the account.
     pub fn finalize_run(&self, claim: &Claim, outcome: RunOutcome) -> Result<Finalized> {
         let jitter = rand::thread_rng().gen_range(0..=BACKOFF_JITTER_MS);
-        self.write(|tx, now| {
-            let mut row = load_run(tx, &claim.account_id, &claim.run_id)?;
+        // Every row it reads and writes is locked first: the run (`lock_run`), its parent and
+        // its session (`terminate`).
+        self.write_locking(|tx, now| {
+            let mut row =
+                lock_run(tx, &claim.account_id, &claim.run_id)?.ok_or_else(|| Error::NotFound {
+                    what: "run",
+                    id: claim.run_id.clone(),
+                })?;
             if row.status == Status::Canceled {
                 return Ok(Finalized::AlreadyCanceled(row));
             }
             if !claim.holds(&row) {
                 return Err(claim.lost());
             }
-            Ok(match outcome {
+            Ok(match outcome.clone() {
                 RunOutcome::Succeeded(output) => {
                     terminate(tx, &mut row, Status::Succeeded, Some(output), None, now)?;
                     Finalized::Finished(row)

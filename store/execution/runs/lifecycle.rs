@@ -10,7 +10,7 @@
 //! - a run that becomes terminal ([`terminate`]) loses its waits and its lease and rolls its
 //!   usage into its parent's `children` in the same transaction.
 
-use crate::db::Db;
+use crate::db::{Db, LockedRow};
 
 use crate::cbor::Cbor;
 use crate::error::{Error, Result};
@@ -22,6 +22,9 @@ use crate::schema::runs::{self, Status};
 
 /// Re-derives `sessions.status` of `session_id` from the runs table (see the module doc).
 pub(crate) fn mirror_session(conn: &Db, account_id: &str, session_id: &str) -> Result<()> {
+    // Its runs are read after the lock, so two runs of one session ending at once on
+    // PostgreSQL mirror in turn, the second seeing the first.
+    conn.lock_row(LockedRow::Session, session_id)?;
     mirror_session_query!(account_id, session_id).execute(conn)?;
     Ok(())
 }
@@ -146,6 +149,8 @@ fn roll_usage_into_parent(conn: &Db, child: &runs::Row, parent_id: &str, now: i6
         return Ok(());
     };
     let child_usage = child_usage.decode()?;
+    // Read after the lock: two children ending at once add to the parent in turn.
+    conn.lock_row(LockedRow::Run, parent_id)?;
     let Some(mut parent) = runs::get(conn, &child.account_id, parent_id)? else {
         return Ok(());
     };

@@ -170,8 +170,8 @@ impl Store {
                 Some(existing) if existing.cid == encoded.cid => existing,
                 Some(existing) => {
                     let row = Row {
-                        cid: encoded.cid,
-                        doc_cbor: Cbor::from_bytes(encoded.bytes),
+                        cid: encoded.cid.clone(),
+                        doc_cbor: Cbor::from_bytes(encoded.bytes.clone()),
                         updated_at: now,
                         ..existing
                     };
@@ -186,10 +186,10 @@ impl Store {
                     let row = Row {
                         account_id: account_id.into(),
                         agent_id: agent_id.into(),
-                        name: encoded.name,
+                        name: encoded.name.clone(),
                         kind: Kind::Lambda,
-                        cid: encoded.cid,
-                        doc_cbor: Cbor::from_bytes(encoded.bytes),
+                        cid: encoded.cid.clone(),
+                        doc_cbor: Cbor::from_bytes(encoded.bytes.clone()),
                         enabled: true,
                         created_at: now,
                         updated_at: now,

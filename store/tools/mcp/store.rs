@@ -82,7 +82,7 @@ impl Store {
                 id: ids::new_id(),
                 account_id: account_id.into(),
                 name: name.into(),
-                config_cbor,
+                config_cbor: config_cbor.clone(),
                 tools_cbor: None,
                 status_cbor: None,
                 enabled: true,
@@ -126,7 +126,7 @@ impl Store {
                 put_secret(tx, &mut ring, now, account_id, name, header, &secret, value)?;
             }
             let row = Row {
-                config_cbor,
+                config_cbor: config_cbor.clone(),
                 updated_at: now,
                 ..existing
             };
@@ -216,14 +216,14 @@ impl Store {
         self.write(|tx, now| {
             let status = McpServerStatus {
                 state: state.into(),
-                error,
+                error: error.clone(),
                 checked_at: Some(now),
                 extra: OpenMap::new(),
             };
             let status_cbor = Some(Cbor::encode(&status)?);
             let existing = server_in(tx, account_id, name)?;
             let row = Row {
-                tools_cbor: tools_cbor.or(existing.tools_cbor.clone()),
+                tools_cbor: tools_cbor.clone().or(existing.tools_cbor.clone()),
                 status_cbor,
                 updated_at: now,
                 ..existing
@@ -232,7 +232,7 @@ impl Store {
             sync(tx, now, account_id, None)?;
             Event {
                 outcome,
-                ..server_event(account_id, "mcp_server.discovery", name).detail(detail)
+                ..server_event(account_id, "mcp_server.discovery", name).detail(detail.clone())
             }
             .record(tx, now)?;
             Ok(row)

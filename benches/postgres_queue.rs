@@ -1,0 +1,357 @@
+//! The run queue on PostgreSQL against a plain `FOR UPDATE SKIP LOCKED` queue on the same
+//! server, in one run: 8 worker processes (each its own `Store::open(url)`, as separate nodes
+//! are) claim and finalize runs, with 1k and with 1M runs queued, with `synchronous_commit` off
+//! and on. The plain queue is the textbook one: a table of runs with an index on
+//! `(status, created_at)`, a claim that is one `UPDATE ... WHERE id = (SELECT ... LIMIT 1 FOR
+//! UPDATE SKIP LOCKED) RETURNING` and a finalize that is one fenced `UPDATE`, both autocommit,
+//! in a schema of its own (`plain`) beside the store's.
+//!
+//! The two sides alternate round by round; each round every worker claims and finalizes
+//! [`PER_WORKER`] runs, and the ratio of runs/s is taken within a round. After each round the
+//! finished runs are queued again (outside the timing), so a side always sees the same queue.
+//! Prints the median ratio per case, and the runs/s of each side.
+//!
+//! Then appends: 8 worker processes each appending to a session of its own, all 8 sessions of
+//! one account and one agent, against 1 process appending alone, in appends/s (interleaved the
+//! same way).
+//!
+//! Needs a server: `SEED_AGENTS_BENCH_POSTGRES` (else `SEED_AGENTS_TEST_POSTGRES`) names one
+//! whose user may create databases: `scripts/with-postgres.sh cargo bench --features postgres
+//! --bench postgres_queue`. Without one it says so and measures nothing. `QUEUE_ROUNDS` sets the
+//! rounds per case (default 5), `QUEUE_SIZES` the queue sizes (default `1000,1000000`).
+
+use seed_agents_store::cbor::Cbor;
+use seed_agents_store::lease::Claim;
+use seed_agents_store::payload::{RunInput, RunOutput};
+use seed_agents_store::runs::{ClaimLimits, RunOutcome};
+use seed_agents_store::Store;
+use std::io::{BufRead, Write};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+const WORKERS: usize = 8;
+const PER_WORKER: usize = 100;
+const T: i64 = 1_764_000_000_000;
+/// Set in a worker process: which side it is (`store` or `plain`), then the URL.
+const WORKER: &str = "QUEUE_BENCH_WORKER";
+
+fn server() -> Option<String> {
+    ["SEED_AGENTS_BENCH_POSTGRES", "SEED_AGENTS_TEST_POSTGRES"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+}
+
+fn with_database(url: &str, name: &str) -> String {
+    let scheme_end = url.find("://").map_or(0, |i| i + 3);
+    let host = match url[scheme_end..].find('/') {
+        Some(i) => &url[..scheme_end + i],
+        None => url,
+    };
+    format!("{host}/{name}")
+}
+
+/// A fresh database `name`; its URL.
+fn database(admin: &str, name: &str) -> String {
+    let mut client = postgres::Client::connect(admin, postgres::NoTls).unwrap();
+    // One statement each: a multi-statement batch runs as one transaction, which neither may.
+    for sql in [
+        format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+        format!("CREATE DATABASE {name}"),
+    ] {
+        client.batch_execute(&sql).unwrap();
+    }
+    with_database(admin, name)
+}
+
+/// `n` queued workflow runs in the store's table and as many in the plain queue's.
+fn fill(url: &str, n: usize) {
+    let store = Store::open(url).unwrap();
+    store.touch_account("acct-bench").unwrap();
+    drop(store);
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let input = Cbor::encode(&RunInput::default()).unwrap();
+    client
+        .execute(
+            "INSERT INTO runs (id, account_id, root_run_id, depth, kind, origin, title, input_cbor,
+               status, attempt, max_attempts, queue, created_at, updated_at)
+             SELECT 'r' || g, 'acct-bench', 'r' || g, 0, 'workflow', 'workflow', 'bench', $1,
+               'queued', 0, 1, 'background', $2 + g, $2 + g FROM generate_series(1, $3::bigint) g",
+            &[&input.as_bytes(), &T, &(n as i64)],
+        )
+        .unwrap();
+    client
+        .batch_execute(&format!(
+            "CREATE SCHEMA plain;
+             CREATE TABLE plain.runs (id bigserial PRIMARY KEY, status text NOT NULL,
+               lease_owner text, attempt bigint NOT NULL DEFAULT 0, output bytea,
+               created_at bigint NOT NULL, updated_at bigint NOT NULL);
+             CREATE INDEX runs_queue ON plain.runs (status, created_at);
+             INSERT INTO plain.runs (status, created_at, updated_at)
+               SELECT 'queued', {T} + g, {T} + g FROM generate_series(1, {n}) g"
+        ))
+        .unwrap();
+    client.batch_execute("VACUUM ANALYZE").unwrap();
+}
+
+/// Queues again every run the last round finished (untimed).
+fn requeue(url: &str) {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    client
+        .batch_execute(
+            "UPDATE runs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
+               attempt = 0, output_cbor = NULL, started_at = NULL, finished_at = NULL
+               WHERE status <> 'queued';
+             UPDATE plain.runs SET status = 'queued', lease_owner = NULL, output = NULL
+               WHERE status <> 'queued'",
+        )
+        .unwrap();
+    client.batch_execute("VACUUM ANALYZE runs").unwrap();
+    client.batch_execute("VACUUM ANALYZE plain.runs").unwrap();
+}
+
+/// A worker process: waits for the start line, claims and finalizes `PER_WORKER` runs, prints
+/// how long that took in microseconds.
+fn worker(side: &str, url: &str, synchronous: bool) {
+    let owner = format!("worker-{}", std::process::id());
+    let output = RunOutput::default();
+    let run: Box<dyn FnMut()> = match side {
+        _ if side.starts_with("append:") => {
+            let session = side["append:".len()..].to_owned();
+            let store = Store::open(url).unwrap();
+            if !synchronous {
+                store
+                    .set_durability(seed_agents_store::Durability::Normal)
+                    .unwrap();
+            }
+            let event: seed_agents_store::payload::SessionEventPayload =
+                seed_agents_store::payload::MessageEvent::user("hello").into();
+            Box::new(move || {
+                store.append_event("acct-bench", &session, &event).unwrap();
+            })
+        }
+        "store" => {
+            let store = Store::open(url).unwrap();
+            if !synchronous {
+                store
+                    .set_durability(seed_agents_store::Durability::Normal)
+                    .unwrap();
+            }
+            Box::new(move || {
+                let row = store
+                    .claim_next_run(&owner, ClaimLimits::default())
+                    .unwrap()
+                    .expect("a queued run");
+                let claim = Claim::of(&row).unwrap();
+                store
+                    .finalize_run(&claim, RunOutcome::Succeeded(output.clone()))
+                    .unwrap();
+            })
+        }
+        _ => {
+            let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+            let setting = if synchronous { "on" } else { "off" };
+            client
+                .batch_execute(&format!("SET synchronous_commit = {setting}"))
+                .unwrap();
+            let claim = client
+                .prepare(
+                    "UPDATE plain.runs SET status = 'claimed', lease_owner = $1,
+                       attempt = attempt + 1, updated_at = $2
+                     WHERE id = (SELECT id FROM plain.runs WHERE status = 'queued'
+                       ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+                     RETURNING id, attempt",
+                )
+                .unwrap();
+            let finish = client
+                .prepare(
+                    "UPDATE plain.runs SET status = 'succeeded', output = $4, lease_owner = NULL,
+                       updated_at = $5
+                     WHERE id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'claimed'",
+                )
+                .unwrap();
+            let bytes = Cbor::encode(&output).unwrap().as_bytes().to_vec();
+            Box::new(move || {
+                let now = T;
+                let row = client.query_one(&claim, &[&owner, &now]).unwrap();
+                let (id, attempt): (i64, i64) = (row.get(0), row.get(1));
+                let n = client
+                    .execute(&finish, &[&id, &owner, &attempt, &bytes, &now])
+                    .unwrap();
+                assert_eq!(n, 1);
+            })
+        }
+    };
+    let mut run = run;
+    println!("READY");
+    std::io::stdout().flush().unwrap();
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).unwrap();
+    let started = Instant::now();
+    for _ in 0..PER_WORKER {
+        run();
+    }
+    println!("TOOK {}", started.elapsed().as_micros());
+}
+
+/// One round of one side: `WORKERS` processes, started together; runs/s over the slowest.
+fn round(side: &str, url: &str, synchronous: bool) -> f64 {
+    let sides = vec![side.to_owned(); WORKERS];
+    round_of(&sides, url, synchronous)
+}
+
+/// One round of one process per entry of `sides`, started together; operations/s over the
+/// slowest.
+fn round_of(sides: &[String], url: &str, synchronous: bool) -> f64 {
+    let mut children: Vec<_> = sides
+        .iter()
+        .map(|side| {
+            Command::new(std::env::current_exe().unwrap())
+                .env(WORKER, format!("{side} {synchronous} {url}"))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Every worker has opened its store (or connected and prepared) before any starts.
+    let mut outputs: Vec<_> = children
+        .iter_mut()
+        .map(|child| std::io::BufReader::new(child.stdout.take().unwrap()).lines())
+        .collect();
+    for lines in &mut outputs {
+        assert!(lines.map_while(Result::ok).any(|l| l == "READY"));
+    }
+    let started = Instant::now();
+    for child in &mut children {
+        writeln!(child.stdin.as_mut().unwrap()).unwrap();
+    }
+    for (child, lines) in children.iter_mut().zip(&mut outputs) {
+        assert!(lines.map_while(Result::ok).any(|l| l.starts_with("TOOK ")));
+        assert!(child.wait().unwrap().success());
+    }
+    (sides.len() * PER_WORKER) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// 8 processes appending to 8 sessions of one account against 1 process appending alone.
+fn appends(admin: &str, rounds: usize) {
+    let url = database(admin, "sa_bench_appends");
+    let store = Store::open(&url).unwrap();
+    let agent = store
+        .create_agent(
+            "acct-bench",
+            &seed_agents_store::agents::NewAgent {
+                definition: Default::default(),
+                state_dir: "/srv/agents/bench".into(),
+                public_read: false,
+                public_chat: false,
+            },
+        )
+        .unwrap();
+    let sessions: Vec<String> = (0..WORKERS)
+        .map(|_| {
+            let new = seed_agents_store::sessions::NewSession {
+                agent_id: agent.id.clone(),
+                ..Default::default()
+            };
+            format!(
+                "append:{}",
+                store.create_session("acct-bench", &new).unwrap().id
+            )
+        })
+        .collect();
+    for synchronous in [false, true] {
+        let (mut eight, mut one, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for r in 0..rounds {
+            let mut took = [0.0; 2];
+            for k in 0..2 {
+                let side = (r + k) % 2;
+                took[side] = if side == 0 {
+                    round_of(&sessions, &url, synchronous)
+                } else {
+                    round_of(&sessions[..1], &url, synchronous)
+                };
+            }
+            eight.push(took[0]);
+            one.push(took[1]);
+            ratios.push(took[0] / took[1]);
+        }
+        eprintln!(
+            "appends, synchronous_commit {:>3}: 8 processes on 8 sessions of one account {:>6.0}/s, \
+             1 process {:>6.0}/s, 8 / 1 {:.2} (median of {rounds})",
+            if synchronous { "on" } else { "off" },
+            median(eight),
+            median(one),
+            median(ratios),
+        );
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    if let Ok(spec) = std::env::var(WORKER) {
+        let mut parts = spec.splitn(3, ' ');
+        let (side, synchronous, url) = (
+            parts.next().unwrap().to_owned(),
+            parts.next().unwrap() == "true",
+            parts.next().unwrap().to_owned(),
+        );
+        return worker(&side, &url, synchronous);
+    }
+    if std::env::args().any(|a| a == "--list") {
+        return; // `cargo bench --list`, and `cargo test --benches`, run nothing here
+    }
+    let Some(admin) = server() else {
+        eprintln!("postgres_queue: no server (set SEED_AGENTS_BENCH_POSTGRES); nothing measured");
+        return;
+    };
+    let rounds: usize = std::env::var("QUEUE_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(5);
+    let sizes: Vec<usize> = std::env::var("QUEUE_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1_000, 1_000_000]);
+    eprintln!(
+        "claim + finalize, {WORKERS} worker processes x {PER_WORKER} runs, store against a \
+         plain SKIP LOCKED queue, interleaved, {rounds} rounds:"
+    );
+    if std::env::var("QUEUE_APPENDS_ONLY").is_err() {
+        queue(&admin, rounds, sizes);
+    }
+    appends(&admin, rounds);
+}
+
+/// The claim + finalize cases.
+fn queue(admin: &str, rounds: usize, sizes: Vec<usize>) {
+    for queued in sizes {
+        let url = database(admin, "sa_bench_queue");
+        fill(&url, queued);
+        for synchronous in [false, true] {
+            let (mut store, mut plain, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+            for r in 0..rounds {
+                let mut took = [0.0; 2];
+                for k in 0..2 {
+                    let side = (r + k) % 2;
+                    took[side] = round(["store", "plain"][side], &url, synchronous);
+                    requeue(&url);
+                }
+                store.push(took[0]);
+                plain.push(took[1]);
+                ratios.push(took[0] / took[1]);
+            }
+            eprintln!(
+                "{queued:>8} queued, synchronous_commit {:>3}: store {:>6.0} runs/s, plain \
+                 {:>6.0} runs/s, store / plain {:.2} (median of {rounds})",
+                if synchronous { "on" } else { "off" },
+                median(store),
+                median(plain),
+                median(ratios),
+            );
+        }
+    }
+}
