@@ -13,7 +13,8 @@
 //!
 //! Then appends: 8 worker processes each appending to a session of its own, all 8 sessions of
 //! one account and one agent, against 1 process appending alone, in appends/s (interleaved the
-//! same way).
+//! same way), beside the same for the floor of an append: one autocommit `INSERT` per append
+//! into a plain table, which shows how far more processes can go on this machine at all.
 //!
 //! Needs a server: `SEED_AGENTS_BENCH_POSTGRES` (else `SEED_AGENTS_TEST_POSTGRES`) names one
 //! whose user may create databases: `scripts/with-postgres.sh cargo bench --features postgres
@@ -115,6 +116,23 @@ fn worker(side: &str, url: &str, synchronous: bool) {
     let owner = format!("worker-{}", std::process::id());
     let output = RunOutput::default();
     let run: Box<dyn FnMut()> = match side {
+        _ if side.starts_with("plain-append:") => {
+            let session = side["plain-append:".len()..].to_owned();
+            let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+            let setting = if synchronous { "on" } else { "off" };
+            client
+                .batch_execute(&format!("SET synchronous_commit = {setting}"))
+                .unwrap();
+            let insert = client
+                .prepare(
+                    "INSERT INTO plain.events (session_id, payload, created_at) VALUES ($1, $2, $3)",
+                )
+                .unwrap();
+            let payload = vec![0xa1u8; 40];
+            Box::new(move || {
+                client.execute(&insert, &[&session, &payload, &T]).unwrap();
+            })
+        }
         _ if side.starts_with("append:") => {
             let session = side["append:".len()..].to_owned();
             let store = Store::open(url).unwrap();
@@ -259,8 +277,22 @@ fn appends(admin: &str, rounds: usize) {
             )
         })
         .collect();
+    // The floor of an append: one autocommit INSERT into a plain table, nothing else.
+    postgres::Client::connect(&url, postgres::NoTls)
+        .unwrap()
+        .batch_execute(
+            "CREATE SCHEMA plain;
+             CREATE TABLE plain.events (id bigserial PRIMARY KEY, session_id text NOT NULL,
+               payload bytea NOT NULL, created_at bigint NOT NULL)",
+        )
+        .unwrap();
+    let plain: Vec<String> = sessions
+        .iter()
+        .map(|s| s.replace("append:", "plain-append:"))
+        .collect();
     for synchronous in [false, true] {
         let (mut eight, mut one, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        let mut plain_ratios = Vec::new();
         for r in 0..rounds {
             let mut took = [0.0; 2];
             for k in 0..2 {
@@ -274,14 +306,19 @@ fn appends(admin: &str, rounds: usize) {
             eight.push(took[0]);
             one.push(took[1]);
             ratios.push(took[0] / took[1]);
+            let plain_eight = round_of(&plain, &url, synchronous);
+            let plain_one = round_of(&plain[..1], &url, synchronous);
+            plain_ratios.push(plain_eight / plain_one);
         }
         eprintln!(
             "appends, synchronous_commit {:>3}: 8 processes on 8 sessions of one account {:>6.0}/s, \
-             1 process {:>6.0}/s, 8 / 1 {:.2} (median of {rounds})",
+             1 process {:>6.0}/s, 8 / 1 {:.2}; a plain INSERT per append, 8 / 1 {:.2} (medians of \
+             {rounds})",
             if synchronous { "on" } else { "off" },
             median(eight),
             median(one),
             median(ratios),
+            median(plain_ratios),
         );
     }
 }

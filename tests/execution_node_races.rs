@@ -1,8 +1,11 @@
 //! Races between nodes (separate processes, each with its own `Store` on one database; on
 //! PostgreSQL these are the multi-node guarantees): eight nodes resolving one idempotency key
 //! run the action once and all answer with its result; eight nodes claiming under a cap claim no
-//! more than the cap together; eight nodes sweeping the expired leases of a dead node requeue
-//! each run exactly once, and the dead node's claims are fenced afterwards.
+//! more than the cap together, also while other nodes finalize what they claimed; eight nodes
+//! sweeping the expired leases of a dead node requeue each run exactly once, and the dead
+//! node's claims are fenced afterwards; eight nodes appending to sessions of their own and to
+//! one shared session keep every session's seqs contiguous; eight nodes writing audited rows
+//! leave one chain that verifies.
 
 mod execution_common;
 
@@ -11,7 +14,8 @@ use std::collections::HashSet;
 use execution_common::*;
 use seed_agents_store::idempotency::Action;
 use seed_agents_store::lease::Claim;
-use seed_agents_store::runs::{ClaimLimits, SweepMode};
+use seed_agents_store::payload::{MessageEvent, RunOutput};
+use seed_agents_store::runs::{ClaimLimits, RunOutcome, SweepMode};
 use seed_agents_store::sessions::{create_session, NewSession};
 use seed_agents_store::{Error, Store};
 
@@ -70,6 +74,56 @@ fn node_child() {
             };
             while let Some(run) = store.claim_next_run("capped-node", limits).unwrap() {
                 println!("RESULT claimed {}", run.id);
+            }
+        }
+        // Claims under the cap, checks while it holds the claim that no more than the cap are
+        // live, and finalizes: the live count moves both ways across the nodes.
+        "capped-finisher" => {
+            use sea_query::ExprTrait;
+            use seed_agents_store::schema::runs;
+            let limits = ClaimLimits {
+                workflow: CAP,
+                ..ClaimLimits::default()
+            };
+            let live = sea_query::Query::select()
+                .columns(runs::Column::ALL.iter().copied())
+                .from(runs::Column::Table)
+                .and_where(sea_query::Expr::col(runs::Column::Status).is_in(["claimed", "running"]))
+                .to_owned();
+            let mut idle = 0;
+            while idle < 50 {
+                let Some(run) = store.claim_next_run("finisher", limits).unwrap() else {
+                    idle += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    continue;
+                };
+                idle = 0;
+                println!("RESULT claimed {}", run.id);
+                let now_live = store.select::<runs::Row>(&live).unwrap().len();
+                assert!(now_live <= CAP as usize, "{now_live} live runs");
+                let claim = Claim::of(&run).unwrap();
+                store
+                    .finalize_run(&claim, RunOutcome::Succeeded(RunOutput::default()))
+                    .unwrap();
+            }
+        }
+        part if part.starts_with("append ") => {
+            for session in part.split(' ').skip(1) {
+                for _ in 0..15 {
+                    let appended = store
+                        .append_event(A, session, &MessageEvent::user("hi").into())
+                        .unwrap();
+                    println!("RESULT {session} {}", appended.seq);
+                }
+            }
+        }
+        // Reads of another account's session: each is refused and recorded on the owner's
+        // audit chain.
+        part if part.starts_with("audit ") => {
+            let session = part.split(' ').nth(1).unwrap();
+            for _ in 0..15 {
+                assert!(store.session(B, session).unwrap().is_none());
+                println!("RESULT refused");
             }
         }
         "sweeper" => {
@@ -164,4 +218,93 @@ fn nodes_sweeping_a_dead_nodes_leases_requeue_each_run_once_and_fence_it() {
         assert_eq!(row.status, seed_agents_store::schema::runs::Status::Queued);
         assert_eq!(row.lease_owner, None);
     }
+}
+
+#[test]
+fn nodes_claiming_under_a_cap_while_others_finalize_never_pass_it() {
+    let _serial = serial();
+    let f = fixture();
+    for i in 0..60 {
+        f.store
+            .enqueue_run(&workflow_run(&format!("capped {i}")))
+            .unwrap();
+    }
+    let results = processes::spawn(&f, "node_child", ROLE, &["capped-finisher"; NODES]);
+    let claimed: Vec<&str> = results
+        .iter()
+        .flat_map(|(_, l)| l)
+        .map(|l| l.split(' ').nth(1).unwrap())
+        .collect();
+    // Every run was claimed exactly once, never more than the cap live at once (each node
+    // checked while it held its claim).
+    let ids: HashSet<&str> = claimed.iter().copied().collect();
+    assert_eq!(ids.len(), claimed.len(), "a run claimed twice");
+    assert_eq!(ids.len(), 60);
+}
+
+#[test]
+fn nodes_appending_to_their_own_sessions_and_to_one_keep_every_seq_contiguous() {
+    let _serial = serial();
+    let f = fixture();
+    let new = |_| {
+        f.store
+            .create_session(
+                A,
+                &NewSession {
+                    agent_id: AGENT.into(),
+                    ..NewSession::default()
+                },
+            )
+            .unwrap()
+            .id
+    };
+    let shared = new(0);
+    let own: Vec<String> = (0..NODES).map(new).collect();
+    // Each node appends to its own session, then to the shared one.
+    let parts: Vec<String> = own.iter().map(|s| format!("append {s} {shared}")).collect();
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let results = processes::spawn(&f, "node_child", ROLE, &parts);
+    let mut seqs: std::collections::HashMap<&str, Vec<i64>> = Default::default();
+    for line in results.iter().flat_map(|(_, l)| l) {
+        let mut words = line.split(' ');
+        let (session, seq) = (words.next().unwrap(), words.next().unwrap());
+        seqs.entry(session).or_default().push(seq.parse().unwrap());
+    }
+    for session in own.iter().chain([&shared]) {
+        let mut got = seqs.remove(session.as_str()).unwrap_or_default();
+        got.sort_unstable();
+        let expected: Vec<i64> = (1..=got.len() as i64).collect();
+        assert_eq!(got, expected, "session {session}");
+        let stored = f.store.events_after(A, session, 0, None).unwrap();
+        assert_eq!(stored.len(), got.len());
+    }
+    assert_eq!(
+        f.store.events_after(A, &shared, 0, None).unwrap().len(),
+        NODES * 15
+    );
+}
+
+#[test]
+fn nodes_writing_audited_rows_leave_one_chain_that_verifies() {
+    let _serial = serial();
+    let f = fixture();
+    let session = f
+        .store
+        .create_session(
+            A,
+            &NewSession {
+                agent_id: AGENT.into(),
+                ..NewSession::default()
+            },
+        )
+        .unwrap()
+        .id;
+    let before = f.store.verify_audit_log().unwrap();
+    let part = format!("audit {session}");
+    let results = processes::spawn(&f, "node_child", ROLE, &[part.as_str(); NODES]);
+    let refused = results.iter().flat_map(|(_, l)| l).count();
+    assert_eq!(refused, NODES * 15);
+    let after = f.store.verify_audit_log().unwrap();
+    assert_eq!(after.rows, before.rows + refused as u64, "{after:?}");
+    assert_eq!(after.head_seq, before.head_seq + refused as i64);
 }

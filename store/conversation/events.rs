@@ -204,8 +204,17 @@ fn append_encoded(
     )
     .execute(conn)?;
     let kind = event.kind.as_deref();
+    // The session's rollup first, the agent's last: the agent's row is the one appends to its
+    // other sessions share, so on PostgreSQL its lock is held only from here to the commit.
     match event.from.as_ref().filter(|_| top_level) {
         Some(from) => {
+            query!(
+                "UPDATE sessions SET updated_at = ?1, message_at = ?1, message_from = ?2 WHERE id = ?3",
+                now,
+                from.as_str(),
+                session_id
+            )
+            .execute(conn)?;
             query!(
                 "UPDATE agents SET activity_at = ?1, activity_kind = ?2, \
                  message_at = ?1, message_from = ?3, activity_session_id = ?4 WHERE id = ?5",
@@ -216,26 +225,19 @@ fn append_encoded(
                 &agent_id
             )
             .execute(conn)?;
+        }
+        None => {
             query!(
-                "UPDATE sessions SET updated_at = ?1, message_at = ?1, message_from = ?2 WHERE id = ?3",
+                "UPDATE sessions SET updated_at = ?1 WHERE id = ?2",
                 now,
-                from.as_str(),
                 session_id
             )
             .execute(conn)?;
-        }
-        None => {
             query!(
                 "UPDATE agents SET activity_at = ?1, activity_kind = ?2 WHERE id = ?3",
                 now,
                 kind,
                 &agent_id
-            )
-            .execute(conn)?;
-            query!(
-                "UPDATE sessions SET updated_at = ?1 WHERE id = ?2",
-                now,
-                session_id
             )
             .execute(conn)?;
         }
