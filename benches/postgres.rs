@@ -14,9 +14,11 @@
 //! code and the engines rather than fsync.
 
 mod common;
+mod pg_common;
 
 use common::{event, seed_sessions, seed_sessions_in, ACCOUNT};
 use criterion::{criterion_group, criterion_main, Criterion};
+use pg_common::{server, with_database};
 use seed_agents_store::cbor::Cbor;
 use seed_agents_store::lease::Claim;
 use seed_agents_store::payload::{RunInput, RunOutput};
@@ -27,21 +29,6 @@ use std::time::{Duration, Instant};
 
 const T: i64 = 1_764_000_000_000;
 const WORKERS: usize = 8;
-
-fn server() -> Option<String> {
-    ["SEED_AGENTS_BENCH_POSTGRES", "SEED_AGENTS_TEST_POSTGRES"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
-}
-
-fn with_database(url: &str, name: &str) -> String {
-    let scheme_end = url.find("://").map_or(0, |i| i + 3);
-    let host = match url[scheme_end..].find('/') {
-        Some(i) => &url[..scheme_end + i],
-        None => url,
-    };
-    format!("{host}/{name}")
-}
 
 /// A database `name` on the server, made afresh unless `keep` and it exists; its URL.
 fn database(admin: &str, name: &str, keep: bool) -> (String, bool) {

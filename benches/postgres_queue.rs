@@ -21,6 +21,9 @@
 //! --bench postgres_queue`. Without one it says so and measures nothing. `QUEUE_ROUNDS` sets the
 //! rounds per case (default 5), `QUEUE_SIZES` the queue sizes (default `1000,1000000`).
 
+mod pg_common;
+
+use pg_common::{fresh_database, server};
 use seed_agents_store::cbor::Cbor;
 use seed_agents_store::lease::Claim;
 use seed_agents_store::payload::{RunInput, RunOutput};
@@ -35,34 +38,6 @@ const PER_WORKER: usize = 100;
 const T: i64 = 1_764_000_000_000;
 /// Set in a worker process: which side it is (`store` or `plain`), then the URL.
 const WORKER: &str = "QUEUE_BENCH_WORKER";
-
-fn server() -> Option<String> {
-    ["SEED_AGENTS_BENCH_POSTGRES", "SEED_AGENTS_TEST_POSTGRES"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
-}
-
-fn with_database(url: &str, name: &str) -> String {
-    let scheme_end = url.find("://").map_or(0, |i| i + 3);
-    let host = match url[scheme_end..].find('/') {
-        Some(i) => &url[..scheme_end + i],
-        None => url,
-    };
-    format!("{host}/{name}")
-}
-
-/// A fresh database `name`; its URL.
-fn database(admin: &str, name: &str) -> String {
-    let mut client = postgres::Client::connect(admin, postgres::NoTls).unwrap();
-    // One statement each: a multi-statement batch runs as one transaction, which neither may.
-    for sql in [
-        format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
-        format!("CREATE DATABASE {name}"),
-    ] {
-        client.batch_execute(&sql).unwrap();
-    }
-    with_database(admin, name)
-}
 
 /// `n` queued workflow runs in the store's table and as many in the plain queue's.
 fn fill(url: &str, n: usize) {
@@ -252,7 +227,7 @@ fn round_of(sides: &[String], url: &str, synchronous: bool) -> f64 {
 
 /// 8 processes appending to 8 sessions of one account against 1 process appending alone.
 fn appends(admin: &str, rounds: usize) {
-    let url = database(admin, "sa_bench_appends");
+    let url = fresh_database(admin, "sa_bench_appends");
     let store = Store::open(&url).unwrap();
     let agent = store
         .create_agent(
@@ -366,7 +341,7 @@ fn main() {
 /// The claim + finalize cases.
 fn queue(admin: &str, rounds: usize, sizes: Vec<usize>) {
     for queued in sizes {
-        let url = database(admin, "sa_bench_queue");
+        let url = fresh_database(admin, "sa_bench_queue");
         fill(&url, queued);
         for synchronous in [false, true] {
             let (mut store, mut plain, mut ratios) = (Vec::new(), Vec::new(), Vec::new());

@@ -127,8 +127,8 @@ fn insert(
     account_id: &str,
     action: Action,
     id: &str,
-    request: Vec<u8>,
-    response: Vec<u8>,
+    request: &[u8],
+    response: &[u8],
 ) -> Result<()> {
     accounts::touch(conn, account_id, now)?;
     action_idempotency::insert(
@@ -137,8 +137,8 @@ fn insert(
             account_id: account_id.into(),
             action: action.as_str().into(),
             client_request_id: id.into(),
-            request_cbor: Cbor::from_bytes(request),
-            response_cbor: Cbor::from_bytes(response),
+            request_cbor: Cbor::from_bytes(request.to_vec()),
+            response_cbor: Cbor::from_bytes(response.to_vec()),
             created_at: now,
         },
     )
@@ -181,15 +181,7 @@ impl Store {
             }
             let response = run(tx, now)?;
             let response_bytes = cbor::to_vec(&response)?;
-            insert(
-                tx,
-                now,
-                account_id,
-                action,
-                id,
-                request.to_vec(),
-                response_bytes,
-            )?;
+            insert(tx, now, account_id, action, id, request, &response_bytes)?;
             Ok(Outcome::Fresh(response))
         });
         self.audit_conflict(account_id, outcome)
@@ -246,15 +238,7 @@ impl Store {
             if let Some(row) = action_idempotency::get(tx, account_id, action.as_str(), id)? {
                 return replay(&row, &request, action).map(Some);
             }
-            insert(
-                tx,
-                now,
-                account_id,
-                action,
-                id,
-                request.clone(),
-                response_bytes.clone(),
-            )?;
+            insert(tx, now, account_id, action, id, &request, &response_bytes)?;
             Ok(None)
         });
         let recorded =

@@ -22,15 +22,17 @@ mod client;
 mod copy;
 mod gate;
 mod migrate;
+mod pool;
 mod runs;
 mod session;
 
 pub(crate) use client::Bounds;
 pub use copy::{copy, CopyReport, TableCopy};
 pub use gate::State;
+pub use pool::Lease;
+pub(crate) use pool::{Isolation, Pool};
 pub(crate) use runs::{claim_next, lock_run};
-pub use session::Lease;
-pub(crate) use session::{Isolation, Pool, Session};
+pub(crate) use session::Session;
 
 use crate::error::{Error, Result};
 use client::Client;

@@ -1,17 +1,14 @@
-//! One PostgreSQL connection serving one operation at a time, and the pool the store keeps of
-//! them: how a statement's SQLite values are bound and how its rows come back as SQLite values.
+//! One PostgreSQL connection serving one operation at a time: how a statement's SQLite values
+//! are bound and how its rows come back as SQLite values.
 //!
 //! Invariants: parameters are typed by the value bound (an integer is `bigint`, a text `text`,
 //! a blob `bytea`, a real `double precision`; a NULL takes the type its place in the statement
 //! gives it), so a statement means on PostgreSQL what it means on SQLite; a result column comes
 //! back as the SQLite value of the same meaning (a `boolean` as 0 or 1, a `numeric` sum as an
-//! integer when whole). A write runs in one transaction at the [`Isolation`] its operation
-//! asks for: `SERIALIZABLE`, where PostgreSQL itself keeps every invariant that running writes
-//! one at a time keeps (a write it cannot serialize is run again), or `READ COMMITTED` for the
-//! hot writes that lock the rows their invariants depend on. No write takes a store-wide lock.
-//! A connection that failed is closed, never returned to the pool.
+//! integer when whole). A statement that failed because of another transaction says so
+//! ([`Conflict`]), whatever error the operation makes of it, so its write can run again.
 
-use super::client::{Bounds, Client};
+use super::client::Client;
 use crate::db::Columns;
 use crate::error::{Error, Result};
 use postgres::types::{FromSql, IsNull, Kind, ToSql, Type};
@@ -19,38 +16,20 @@ use postgres::Statement;
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+
+use std::sync::Arc;
 
 /// Why a write failed because of another transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Conflict {
+pub(super) enum Conflict {
     /// PostgreSQL could not serialize it (40001), or it deadlocked (40P01): run it again.
     Serialization,
     /// A unique key was taken (23505). PostgreSQL reports a key a concurrent transaction
     /// inserted this way unless the write had read that very key (a `MAX(seq) + 1` read the
-    /// index's end, say), so the write runs again, up to [`UNIQUE_RETRIES`] times: it then sees
+    /// index's end, say), so the write runs again, up to `UNIQUE_RETRIES` times: it then sees
     /// the row, as it would have run after the other. A key taken before fails the same way
     /// each time, and that error is the answer.
     Unique,
-}
-
-/// How many times a write that met a unique key runs again (see [`Conflict::Unique`]): enough
-/// for every node of a cluster to have inserted before it once, few enough that a key that was
-/// simply taken fails within about half a second.
-const UNIQUE_RETRIES: u32 = 16;
-
-/// How a write transaction keeps the store's invariants on PostgreSQL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Isolation {
-    /// `SERIALIZABLE`: PostgreSQL's serializable snapshot isolation keeps every invariant that
-    /// running the writes one at a time keeps (as SQLite runs them). A write it cannot fit into
-    /// a serial order fails (40001, or a deadlock's 40P01) and is run again.
-    Serializable,
-    /// `READ COMMITTED`: the operation locks the rows its invariants depend on itself
-    /// (`Db::lock_row`, a claim's `FOR UPDATE SKIP LOCKED`), so hot writes to different rows
-    /// neither wait for nor abort each other.
-    RowLocks,
 }
 
 /// A prepared statement's key: its static text's address and length, and its parameter types.
@@ -58,18 +37,18 @@ type StatementKey = (usize, usize, Vec<u32>);
 
 /// One connection and its prepared statements.
 pub(crate) struct Session {
-    client: RefCell<Client>,
+    pub(super) client: RefCell<Client>,
     /// Whether a transaction is open on it (a failed statement then aborts it, so a retry
     /// needs a savepoint).
-    in_transaction: std::cell::Cell<bool>,
+    pub(super) in_transaction: std::cell::Cell<bool>,
     /// The `synchronous_commit` this connection has (`on` when opened).
-    synchronous: std::cell::Cell<bool>,
+    pub(super) synchronous: std::cell::Cell<bool>,
     /// Prepared statements by (the static text's address and length, the parameter types).
-    statements: RefCell<HashMap<StatementKey, Statement>>,
+    pub(super) statements: RefCell<HashMap<StatementKey, Statement>>,
     /// Why a statement failed, when another transaction caused it: the write is run again,
     /// whatever error the operation made of it.
-    conflicted: std::cell::Cell<Option<Conflict>>,
-    name: Arc<str>,
+    pub(super) conflicted: std::cell::Cell<Option<Conflict>>,
+    pub(super) name: Arc<str>,
 }
 
 impl Session {
@@ -127,8 +106,7 @@ impl Session {
         let values = values(params)?;
         let statement = self.prepare(sql, &values, true)?;
         let n = self
-            .client
-            .borrow_mut()
+            .client()?
             .execute(&statement, &refs(&values))
             .map_err(|e| self.fail(e))?;
         Ok(n as usize)
@@ -155,12 +133,19 @@ impl Session {
         self.each_row(sql, &[&id], &mut |_| Ok(true))
     }
 
+    /// The connection, unless a streaming statement holds it (see [`Session::rows`]).
+    fn client(&self) -> Result<std::cell::RefMut<'_, Client>> {
+        self.client
+            .try_borrow_mut()
+            .map_err(|_| Error::Unsupported {
+                what: "a statement while another one's rows are being read on the same connection",
+                backend: "PostgreSQL",
+            })
+    }
+
     /// Runs statements without parameters (transaction control).
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
-        self.client
-            .borrow_mut()
-            .batch_execute(sql)
-            .map_err(|e| self.fail(e))
+        self.client()?.batch_execute(sql).map_err(|e| self.fail(e))
     }
 
     fn prepare(&self, sql: &str, values: &[Param<'_>], keep: bool) -> Result<Statement> {
@@ -182,7 +167,7 @@ impl Session {
         if retry {
             self.batch("SAVEPOINT seed_agents_prepare")?;
         }
-        let mut prepared = self.client.borrow_mut().prepare_typed(sql, &types);
+        let mut prepared = self.client()?.prepare_typed(sql, &types);
         for fallback in [Type::TEXT, Type::INT8, Type::BYTEA] {
             use postgres::error::SqlState;
             let indeterminate = matches!(&prepared, Err(e)
@@ -204,7 +189,7 @@ impl Session {
             if retry {
                 self.batch("ROLLBACK TO SAVEPOINT seed_agents_prepare")?;
             }
-            prepared = self.client.borrow_mut().prepare_typed(sql, &typed);
+            prepared = self.client()?.prepare_typed(sql, &typed);
         }
         if retry {
             if prepared.is_err() {
@@ -219,25 +204,30 @@ impl Session {
         Ok(statement)
     }
 
+    /// Hands each row of `statement` to `f` as it arrives: the rows stream from the server
+    /// (the client reads on only as they are taken), so a walk over a whole table (`for_each`,
+    /// `audit verify`, `copy`'s checks) holds one row at a time, not the table. `f` must not
+    /// run a statement on this session meanwhile (the connection is busy with this one); it
+    /// gets [`Error::Unsupported`] if it tries, never a mixed-up answer.
     fn rows(
         &self,
         statement: &Statement,
         values: &[Param<'_>],
         f: &mut dyn FnMut(&dyn Columns) -> Result<bool>,
     ) -> Result<()> {
-        let mut client = self.client.borrow_mut();
-        let rows = client
-            .query(statement, &refs(values))
-            .map_err(|e| self.fail(e))?;
-        drop(client);
+        use postgres::fallible_iterator::FallibleIterator;
         // The names once per result, not once per row.
         let names: Vec<String> = statement
             .columns()
             .iter()
             .map(|c| c.name().to_string())
             .collect();
-        for row in &rows {
-            let row = Row::read(row, &names).map_err(|e| self.fail(e))?;
+        let mut client = self.client()?;
+        let mut rows = client
+            .query_raw(statement, values.iter().map(|v| v as &dyn ToSql))
+            .map_err(|e| self.fail(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.fail(e))? {
+            let row = Row::read(&row, &names).map_err(|e| self.fail(e))?;
             if !f(&row)? {
                 break;
             }
@@ -454,225 +444,5 @@ impl<'a> FromSql<'a> for Numeric {
 
     fn accepts(ty: &Type) -> bool {
         *ty == Type::NUMERIC
-    }
-}
-
-/// The store's PostgreSQL connections: up to a bound, opened as needed, reused.
-pub(crate) struct Pool {
-    writes: AtomicU64,
-    /// Whether commits wait for the server's disk (`synchronous_commit`), as
-    /// `Store::set_durability` chose.
-    synchronous: std::sync::atomic::AtomicBool,
-    url: String,
-    name: Arc<str>,
-    bounds: Bounds,
-    idle: Mutex<(Vec<Session>, usize)>,
-    freed: Condvar,
-    max: usize,
-}
-
-impl std::fmt::Debug for Pool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pool")
-            .field("database", &self.name)
-            .field("max", &self.max)
-            .finish()
-    }
-}
-
-impl Pool {
-    /// A pool of at most `max` connections to `url` (whose redacted form is `name`), each
-    /// session bounded by `bounds`.
-    pub(crate) fn new(url: &str, name: &str, max: usize, bounds: Bounds) -> Pool {
-        Pool {
-            writes: AtomicU64::new(0),
-            synchronous: std::sync::atomic::AtomicBool::new(true),
-            url: url.to_string(),
-            name: Arc::from(name),
-            bounds,
-            idle: Mutex::new((Vec::new(), 0)),
-            freed: Condvar::new(),
-            max: max.max(1),
-        }
-    }
-
-    /// Makes every connection's commits wait for the disk (`true`, the default) or not.
-    pub(crate) fn set_synchronous_commit(&self, on: bool) {
-        self.synchronous.store(on, Ordering::Relaxed);
-    }
-
-    /// A connection, waiting while `max` are in use, its `synchronous_commit` as chosen.
-    pub(crate) fn get(&self) -> Result<Lease<'_>> {
-        let lease = self.take()?;
-        let wanted = self.synchronous.load(Ordering::Relaxed);
-        let session = lease.session();
-        if session.synchronous.get() != wanted {
-            session.batch(if wanted {
-                "SET synchronous_commit = on"
-            } else {
-                "SET synchronous_commit = off"
-            })?;
-            session.synchronous.set(wanted);
-        }
-        Ok(lease)
-    }
-
-    fn take(&self) -> Result<Lease<'_>> {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if let Some(session) = idle.0.pop() {
-                return Ok(Lease {
-                    pool: self,
-                    session: Some(session),
-                    open: None,
-                });
-            }
-            if idle.1 < self.max {
-                idle.1 += 1;
-                drop(idle);
-                return match Client::connect_bounded(&self.url, self.bounds) {
-                    Ok(client) => Ok(Lease {
-                        pool: self,
-                        session: Some(Session {
-                            client: RefCell::new(client),
-                            in_transaction: std::cell::Cell::new(false),
-                            synchronous: std::cell::Cell::new(true),
-                            statements: RefCell::new(HashMap::new()),
-                            conflicted: std::cell::Cell::new(None),
-                            name: self.name.clone(),
-                        }),
-                        open: None,
-                    }),
-                    Err(source) => {
-                        self.release(None);
-                        Err(Error::Postgres {
-                            database: self.name.to_string(),
-                            source,
-                        })
-                    }
-                };
-            }
-            idle = self.freed.wait(idle).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    fn release(&self, session: Option<Session>) {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        match session {
-            Some(s) if !s.client.borrow().is_closed() => idle.0.push(s),
-            _ => idle.1 -= 1,
-        }
-        self.freed.notify_one();
-    }
-
-    /// Runs `op` in one write transaction at `isolation`, committing when it returns `Ok` and
-    /// rolling back otherwise. A transaction PostgreSQL could not serialize (or that deadlocked)
-    /// is rolled back and `op` runs again, after a short random pause, until it commits or the
-    /// lock bound (`OpenOptions::busy_timeout`) has passed; then its error, of kind `Busy`,
-    /// is returned. One that met a unique key runs again a few times (see
-    /// [`Conflict::Unique`]).
-    pub(crate) fn write<T>(
-        &self,
-        isolation: Isolation,
-        mut op: impl FnMut(&Session) -> Result<T>,
-    ) -> Result<T> {
-        let started = std::time::Instant::now();
-        let mut pause = std::time::Duration::from_micros(500);
-        let mut unique_retries = 0;
-        loop {
-            let mut lease = self.get()?;
-            lease.session().conflicted.set(None);
-            lease.begin(match isolation {
-                Isolation::Serializable => "BEGIN ISOLATION LEVEL SERIALIZABLE",
-                // The hot writes' statements are lookups by key: one generic plan each, kept
-                // by the connection, instead of a plan per call (the claim's took longer to
-                // plan than to run). Sent with the BEGIN, so it costs no round trip.
-                Isolation::RowLocks => {
-                    "BEGIN ISOLATION LEVEL READ COMMITTED;                      SET LOCAL plan_cache_mode = force_generic_plan"
-                }
-            })?;
-            let outcome = op(lease.session()).and_then(|value| lease.commit().map(|()| value));
-            let error = match outcome {
-                Ok(value) => {
-                    self.writes.fetch_add(1, Ordering::Relaxed);
-                    return Ok(value);
-                }
-                Err(error) => error,
-            };
-            let again = match lease.session().conflicted.take() {
-                Some(Conflict::Serialization) => started.elapsed() < self.bounds.lock,
-                Some(Conflict::Unique) => {
-                    unique_retries += 1;
-                    unique_retries <= UNIQUE_RETRIES && started.elapsed() < self.bounds.lock
-                }
-                None => false,
-            };
-            drop(lease); // rolls back
-            if !again {
-                return Err(error);
-            }
-            // Random, so that the writes that conflicted do not meet again in step.
-            use rand::Rng;
-            std::thread::sleep(pause.mul_f64(rand::thread_rng().gen_range(0.5..1.5)));
-            pause = (pause * 2).min(std::time::Duration::from_millis(50));
-        }
-    }
-
-    /// Writes committed through this pool: each is its own commit (there is no group commit
-    /// on PostgreSQL, whose server batches log flushes itself).
-    pub(crate) fn stats(&self) -> crate::CommitStats {
-        let n = self.writes.load(Ordering::Relaxed);
-        crate::CommitStats {
-            batches: n,
-            operations: n,
-        }
-    }
-}
-
-/// A PostgreSQL connection out of the store's pool (see [`crate::Reading`]), returned when
-/// dropped; a transaction it opened is rolled back first.
-pub struct Lease<'a> {
-    pool: &'a Pool,
-    session: Option<Session>,
-    /// The transaction this lease opened and has not ended.
-    open: Option<()>,
-}
-
-impl Lease<'_> {
-    /// The connection.
-    pub(crate) fn session(&self) -> &Session {
-        self.session.as_ref().expect("held until drop")
-    }
-
-    /// Opens a transaction (`BEGIN ...`) that dropping the lease rolls back, also when `sql`
-    /// fails after its `BEGIN` (a lock wait that timed out): the connection goes back to the
-    /// pool out of the aborted transaction, not in it.
-    pub(crate) fn begin(&mut self, sql: &str) -> Result<()> {
-        self.session().in_transaction.set(true);
-        self.open = Some(());
-        self.session().batch(sql)
-    }
-
-    /// Commits the transaction [`Lease::begin`] opened.
-    pub(crate) fn commit(&mut self) -> Result<()> {
-        self.open = None;
-        self.session().in_transaction.set(false);
-        self.session().batch("COMMIT")
-    }
-}
-
-impl Drop for Lease<'_> {
-    fn drop(&mut self) {
-        let mut session = self.session.take();
-        if self.open.is_some() {
-            if let Some(s) = &session {
-                s.in_transaction.set(false);
-                if s.batch("ROLLBACK").is_err() {
-                    // A connection that cannot end its transaction is not reused.
-                    session = None;
-                }
-            }
-        }
-        self.pool.release(session);
     }
 }
