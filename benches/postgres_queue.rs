@@ -16,10 +16,14 @@
 //! same way), beside the same for the floor of an append: one autocommit `INSERT` per append
 //! into a plain table, which shows how far more processes can go on this machine at all.
 //!
+//! Last, a stopped node: 7 workers claim and finalize while an 8th node is stopped (SIGSTOP)
+//! half way through an append, against the 7 alone.
+//!
 //! Needs a server: `SEED_AGENTS_BENCH_POSTGRES` (else `SEED_AGENTS_TEST_POSTGRES`) names one
 //! whose user may create databases: `scripts/with-postgres.sh cargo bench --features postgres
 //! --bench postgres_queue`. Without one it says so and measures nothing. `QUEUE_ROUNDS` sets the
-//! rounds per case (default 5), `QUEUE_SIZES` the queue sizes (default `1000,1000000`).
+//! rounds per case (default 5), `QUEUE_SIZES` the queue sizes (default `1000,1000000`);
+//! `QUEUE_APPENDS_ONLY` skips the claim + finalize cases.
 
 mod pg_common;
 
@@ -91,6 +95,29 @@ fn worker(side: &str, url: &str, synchronous: bool) {
     let owner = format!("worker-{}", std::process::id());
     let output = RunOutput::default();
     let run: Box<dyn FnMut()> = match side {
+        // A node stopped (SIGSTOP) half way through an append: it holds that session's lock,
+        // and its transaction stays open, until the round ends and it is killed.
+        _ if side.starts_with("stall:") => {
+            let session = side["stall:".len()..].to_owned();
+            let store = Store::open(url).unwrap();
+            Box::new(move || {
+                let action = seed_agents_store::idempotency::Action::CreateSession;
+                let key = format!("stall-{}", std::process::id());
+                let _ = store.idempotent("acct-bench", action, Some(&key), &(), |tx, now| {
+                    let event = seed_agents_store::payload::MessageEvent::user("stall").into();
+                    seed_agents_store::events::append_event(
+                        tx,
+                        now,
+                        "acct-bench",
+                        &session,
+                        &event,
+                    )?;
+                    let me = std::process::id().to_string();
+                    Command::new("kill").args(["-STOP", &me]).status().unwrap();
+                    Ok(())
+                });
+            })
+        }
         _ if side.starts_with("plain-append:") => {
             let session = side["plain-append:".len()..].to_owned();
             let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
@@ -218,11 +245,70 @@ fn round_of(sides: &[String], url: &str, synchronous: bool) -> f64 {
     for child in &mut children {
         writeln!(child.stdin.as_mut().unwrap()).unwrap();
     }
-    for (child, lines) in children.iter_mut().zip(&mut outputs) {
+    let mut working = 0;
+    for ((child, lines), side) in children.iter_mut().zip(&mut outputs).zip(sides) {
+        if side.starts_with("stall:") {
+            continue;
+        }
+        working += 1;
         assert!(lines.map_while(Result::ok).any(|l| l.starts_with("TOOK ")));
         assert!(child.wait().unwrap().success());
     }
-    (sides.len() * PER_WORKER) as f64 / started.elapsed().as_secs_f64()
+    let took = started.elapsed();
+    for (child, side) in children.iter_mut().zip(sides) {
+        if side.starts_with("stall:") {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+    (working * PER_WORKER) as f64 / took.as_secs_f64()
+}
+
+/// 7 workers claiming and finalizing while an 8th node is stopped half way through an append,
+/// against the 7 alone.
+fn stalled(admin: &str, rounds: usize) {
+    let url = fresh_database(admin, "sa_bench_queue");
+    fill(&url, 1_000);
+    let store = Store::open(&url).unwrap();
+    let agent = store
+        .create_agent(
+            "acct-bench",
+            &seed_agents_store::agents::NewAgent {
+                definition: Default::default(),
+                state_dir: "/srv/agents/bench".into(),
+                public_read: false,
+                public_chat: false,
+            },
+        )
+        .unwrap();
+    let new = seed_agents_store::sessions::NewSession {
+        agent_id: agent.id,
+        ..Default::default()
+    };
+    let session = store.create_session("acct-bench", &new).unwrap().id;
+    let seven = vec!["store".to_owned(); WORKERS - 1];
+    let mut with_stalled = seven.clone();
+    with_stalled.push(format!("stall:{session}"));
+    let (mut stopped, mut alone, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..rounds {
+        let mut took = [0.0; 2];
+        for k in 0..2 {
+            let side = (r + k) % 2;
+            let sides = if side == 0 { &with_stalled } else { &seven };
+            took[side] = round_of(sides, &url, false);
+            requeue(&url);
+        }
+        stopped.push(took[0]);
+        alone.push(took[1]);
+        ratios.push(took[0] / took[1]);
+    }
+    eprintln!(
+        "a stopped node: 7 workers with an 8th stopped mid-append {:>6.0} runs/s, alone \
+         {:>6.0} runs/s, {:.2} of their throughput (median of {rounds})",
+        median(stopped),
+        median(alone),
+        median(ratios),
+    );
 }
 
 /// 8 processes appending to 8 sessions of one account against 1 process appending alone.
@@ -336,6 +422,7 @@ fn main() {
         queue(&admin, rounds, sizes);
     }
     appends(&admin, rounds);
+    stalled(&admin, rounds);
 }
 
 /// The claim + finalize cases.
