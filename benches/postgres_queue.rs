@@ -269,74 +269,29 @@ fn round_of(sides: &[String], url: &str, synchronous: bool) -> f64 {
 fn stalled(admin: &str, rounds: usize) {
     let url = fresh_database(admin, "sa_bench_queue");
     fill(&url, 1_000);
-    let store = Store::open(&url).unwrap();
-    let agent = store
-        .create_agent(
-            "acct-bench",
-            &seed_agents_store::agents::NewAgent {
-                definition: Default::default(),
-                state_dir: "/srv/agents/bench".into(),
-                public_read: false,
-                public_chat: false,
-            },
-        )
-        .unwrap();
-    let new = seed_agents_store::sessions::NewSession {
-        agent_id: agent.id,
-        ..Default::default()
-    };
-    let session = store.create_session("acct-bench", &new).unwrap().id;
+    let session = sessions(&Store::open(&url).unwrap(), 1).remove(0);
     let seven = vec!["store".to_owned(); WORKERS - 1];
     let mut with_stalled = seven.clone();
     with_stalled.push(format!("stall:{session}"));
-    let (mut stopped, mut alone, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for r in 0..rounds {
-        let mut took = [0.0; 2];
-        for k in 0..2 {
-            let side = (r + k) % 2;
-            let sides = if side == 0 { &with_stalled } else { &seven };
-            took[side] = round_of(sides, &url, false);
-            requeue(&url);
-        }
-        stopped.push(took[0]);
-        alone.push(took[1]);
-        ratios.push(took[0] / took[1]);
-    }
+    let (stopped, alone, ratio) = interleave(
+        rounds,
+        || round_of(&with_stalled, &url, false),
+        || round_of(&seven, &url, false),
+        || requeue(&url),
+    );
     eprintln!(
         "a stopped node: 7 workers with an 8th stopped mid-append {:>6.0} runs/s, alone \
          {:>6.0} runs/s, {:.2} of their throughput (median of {rounds})",
-        median(stopped),
-        median(alone),
-        median(ratios),
+        stopped, alone, ratio,
     );
 }
 
 /// 8 processes appending to 8 sessions of one account against 1 process appending alone.
 fn appends(admin: &str, rounds: usize) {
     let url = fresh_database(admin, "sa_bench_appends");
-    let store = Store::open(&url).unwrap();
-    let agent = store
-        .create_agent(
-            "acct-bench",
-            &seed_agents_store::agents::NewAgent {
-                definition: Default::default(),
-                state_dir: "/srv/agents/bench".into(),
-                public_read: false,
-                public_chat: false,
-            },
-        )
-        .unwrap();
-    let sessions: Vec<String> = (0..WORKERS)
-        .map(|_| {
-            let new = seed_agents_store::sessions::NewSession {
-                agent_id: agent.id.clone(),
-                ..Default::default()
-            };
-            format!(
-                "append:{}",
-                store.create_session("acct-bench", &new).unwrap().id
-            )
-        })
+    let sessions: Vec<String> = sessions(&Store::open(&url).unwrap(), WORKERS)
+        .into_iter()
+        .map(|s| format!("append:{s}"))
         .collect();
     // The floor of an append: one autocommit INSERT into a plain table, nothing else.
     postgres::Client::connect(&url, postgres::NoTls)
@@ -352,36 +307,71 @@ fn appends(admin: &str, rounds: usize) {
         .map(|s| s.replace("append:", "plain-append:"))
         .collect();
     for synchronous in [false, true] {
-        let (mut eight, mut one, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-        let mut plain_ratios = Vec::new();
-        for r in 0..rounds {
-            let mut took = [0.0; 2];
-            for k in 0..2 {
-                let side = (r + k) % 2;
-                took[side] = if side == 0 {
-                    round_of(&sessions, &url, synchronous)
-                } else {
-                    round_of(&sessions[..1], &url, synchronous)
-                };
-            }
-            eight.push(took[0]);
-            one.push(took[1]);
-            ratios.push(took[0] / took[1]);
-            let plain_eight = round_of(&plain, &url, synchronous);
-            let plain_one = round_of(&plain[..1], &url, synchronous);
-            plain_ratios.push(plain_eight / plain_one);
-        }
+        let (eight, one, ratio) = interleave(
+            rounds,
+            || round_of(&sessions, &url, synchronous),
+            || round_of(&sessions[..1], &url, synchronous),
+            || {},
+        );
+        let (_, _, plain_ratio) = interleave(
+            rounds,
+            || round_of(&plain, &url, synchronous),
+            || round_of(&plain[..1], &url, synchronous),
+            || {},
+        );
         eprintln!(
             "appends, synchronous_commit {:>3}: 8 processes on 8 sessions of one account {:>6.0}/s, \
              1 process {:>6.0}/s, 8 / 1 {:.2}; a plain INSERT per append, 8 / 1 {:.2} (medians of \
              {rounds})",
             if synchronous { "on" } else { "off" },
-            median(eight),
-            median(one),
-            median(ratios),
-            median(plain_ratios),
+            eight, one, ratio, plain_ratio,
         );
     }
+}
+
+/// `n` sessions of one new agent of `acct-bench`.
+fn sessions(store: &Store, n: usize) -> Vec<String> {
+    let agent = store
+        .create_agent(
+            "acct-bench",
+            &seed_agents_store::agents::NewAgent {
+                definition: Default::default(),
+                state_dir: "/srv/agents/bench".into(),
+                public_read: false,
+                public_chat: false,
+            },
+        )
+        .unwrap();
+    let new = seed_agents_store::sessions::NewSession {
+        agent_id: agent.id,
+        ..Default::default()
+    };
+    (0..n)
+        .map(|_| store.create_session("acct-bench", &new).unwrap().id)
+        .collect()
+}
+
+/// `a` and `b` alternately, `rounds` times each, `a` first in even rounds, with `between` after
+/// each: the medians of `a`, of `b` and of `a / b` within a round.
+fn interleave(
+    rounds: usize,
+    mut a: impl FnMut() -> f64,
+    mut b: impl FnMut() -> f64,
+    mut between: impl FnMut(),
+) -> (f64, f64, f64) {
+    let (mut first, mut second, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..rounds {
+        let mut took = [0.0; 2];
+        for k in 0..2 {
+            let side = (r + k) % 2;
+            took[side] = if side == 0 { a() } else { b() };
+            between();
+        }
+        first.push(took[0]);
+        second.push(took[1]);
+        ratios.push(took[0] / took[1]);
+    }
+    (median(first), median(second), median(ratios))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -431,25 +421,19 @@ fn queue(admin: &str, rounds: usize, sizes: Vec<usize>) {
         let url = fresh_database(admin, "sa_bench_queue");
         fill(&url, queued);
         for synchronous in [false, true] {
-            let (mut store, mut plain, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-            for r in 0..rounds {
-                let mut took = [0.0; 2];
-                for k in 0..2 {
-                    let side = (r + k) % 2;
-                    took[side] = round(["store", "plain"][side], &url, synchronous);
-                    requeue(&url);
-                }
-                store.push(took[0]);
-                plain.push(took[1]);
-                ratios.push(took[0] / took[1]);
-            }
+            let (store, plain, ratio) = interleave(
+                rounds,
+                || round("store", &url, synchronous),
+                || round("plain", &url, synchronous),
+                || requeue(&url),
+            );
             eprintln!(
                 "{queued:>8} queued, synchronous_commit {:>3}: store {:>6.0} runs/s, plain \
                  {:>6.0} runs/s, store / plain {:.2} (median of {rounds})",
                 if synchronous { "on" } else { "off" },
-                median(store),
-                median(plain),
-                median(ratios),
+                store,
+                plain,
+                ratio,
             );
         }
     }

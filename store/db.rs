@@ -155,6 +155,20 @@ impl<'a> Db<'a> {
     }
 }
 
+/// How a write transaction keeps the store's invariants on PostgreSQL (SQLite runs every
+/// write alone, so it has no use for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Isolation {
+    /// `SERIALIZABLE`: PostgreSQL's serializable snapshot isolation keeps every invariant that
+    /// running the writes one at a time keeps (as SQLite runs them). A write it cannot fit into
+    /// a serial order fails (40001, or a deadlock's 40P01) and is run again.
+    Serializable,
+    /// `READ COMMITTED`: the operation locks the rows its invariants depend on itself
+    /// (`Db::lock_row`, a claim's `FOR UPDATE SKIP LOCKED`), so hot writes to different rows
+    /// neither wait for nor abort each other.
+    RowLocks,
+}
+
 /// A row [`Db::lock_row`] can lock: one whose invariants hot writes share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LockedRow {

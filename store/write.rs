@@ -18,19 +18,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::db::Db;
+use crate::db::{Db, Isolation};
 
 use crate::error::Result;
 use crate::Store;
-
-/// How a write keeps its invariants on PostgreSQL (SQLite runs every write alone).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Isolation {
-    /// PostgreSQL's serializable snapshot isolation keeps them.
-    Serializable,
-    /// The operation locks the rows they depend on.
-    RowLocks,
-}
 
 impl Store {
     /// Runs `op` in the backend's write frame: SQLite's group-committing writer, or one
@@ -48,10 +39,6 @@ impl Store {
                     detail: "the store was opened read-only".into(),
                 });
             }
-            let isolation = match isolation {
-                Isolation::Serializable => crate::postgres::Isolation::Serializable,
-                Isolation::RowLocks => crate::postgres::Isolation::RowLocks,
-            };
             return pool.write(isolation, |session| {
                 op(&Db::postgres(session), self.now_ms())
             });

@@ -86,10 +86,7 @@ impl Claim {
 /// [`lock_run`]), or [`Error::LeaseLost`] when the lease has moved ([`Error::NotFound`] when
 /// the run is not in the claim's account).
 pub(crate) fn fence(conn: &Db, claim: &Claim) -> Result<runs::Row> {
-    let row = lock_run(conn, &claim.account_id, &claim.run_id)?.ok_or_else(|| Error::NotFound {
-        what: "run",
-        id: claim.run_id.clone(),
-    })?;
+    let row = locked_run(conn, &claim.account_id, &claim.run_id)?;
     if !claim.holds(&row) {
         return Err(claim.lost());
     }
@@ -105,4 +102,12 @@ pub(crate) fn lock_run(conn: &Db, account_id: &str, id: &str) -> Result<Option<r
         return crate::postgres::lock_run(session, account_id, id);
     }
     runs::get(conn, account_id, id)
+}
+
+/// [`lock_run`] for a run that must exist: [`Error::NotFound`] when it is not in the account.
+pub(crate) fn locked_run(conn: &Db, account_id: &str, id: &str) -> Result<runs::Row> {
+    lock_run(conn, account_id, id)?.ok_or_else(|| Error::NotFound {
+        what: "run",
+        id: id.to_owned(),
+    })
 }

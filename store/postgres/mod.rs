@@ -30,7 +30,7 @@ pub(crate) use client::Bounds;
 pub use copy::{copy, CopyReport, TableCopy};
 pub use gate::State;
 pub use pool::Lease;
-pub(crate) use pool::{Isolation, Pool};
+pub(crate) use pool::Pool;
 pub(crate) use runs::{claim_next, lock_run};
 pub(crate) use session::Session;
 

@@ -9,6 +9,7 @@
 
 use super::client::{Bounds, Client};
 use super::session::{Conflict, Session};
+use crate::db::Isolation;
 use crate::error::{Error, Result};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -19,19 +20,6 @@ use std::sync::{Arc, Condvar, Mutex};
 /// for every node of a cluster to have inserted before it once, few enough that a key that was
 /// simply taken fails within about half a second.
 const UNIQUE_RETRIES: u32 = 16;
-
-/// How a write transaction keeps the store's invariants on PostgreSQL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Isolation {
-    /// `SERIALIZABLE`: PostgreSQL's serializable snapshot isolation keeps every invariant that
-    /// running the writes one at a time keeps (as SQLite runs them). A write it cannot fit into
-    /// a serial order fails (40001, or a deadlock's 40P01) and is run again.
-    Serializable,
-    /// `READ COMMITTED`: the operation locks the rows its invariants depend on itself
-    /// (`Db::lock_row`, a claim's `FOR UPDATE SKIP LOCKED`), so hot writes to different rows
-    /// neither wait for nor abort each other.
-    RowLocks,
-}
 
 /// The store's PostgreSQL connections: up to a bound, opened as needed, reused.
 pub(crate) struct Pool {

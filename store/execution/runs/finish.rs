@@ -11,8 +11,8 @@ use super::lifecycle::{delete_waits, load_run, mirror_session, terminate};
 use super::queries::tree_members_query;
 use super::{backoff_ms, CancelReport, Finalized, RunOutcome, BACKOFF_JITTER_MS};
 use crate::cbor::Cbor;
-use crate::error::{Error, Result};
-use crate::lease::{fence, lock_run, Claim};
+use crate::error::Result;
+use crate::lease::{fence, locked_run, Claim};
 use crate::payload::RunUsage;
 use crate::schema::runs::{self, Status};
 use crate::Store;
@@ -53,14 +53,10 @@ impl Store {
     /// ended), [`crate::Error::NotFound`] when it is not in the account.
     pub fn finalize_run(&self, claim: &Claim, outcome: RunOutcome) -> Result<Finalized> {
         let jitter = rand::thread_rng().gen_range(0..=BACKOFF_JITTER_MS);
-        // Every row it reads and writes is locked first: the run (`lock_run`), its parent and
+        // Every row it reads and writes is locked first: the run (`locked_run`), its parent and
         // its session (`terminate`).
         self.write_locking(|tx, now| {
-            let mut row =
-                lock_run(tx, &claim.account_id, &claim.run_id)?.ok_or_else(|| Error::NotFound {
-                    what: "run",
-                    id: claim.run_id.clone(),
-                })?;
+            let mut row = locked_run(tx, &claim.account_id, &claim.run_id)?;
             if row.status == Status::Canceled {
                 return Ok(Finalized::AlreadyCanceled(row));
             }

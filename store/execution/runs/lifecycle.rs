@@ -14,7 +14,7 @@ use crate::db::{Db, LockedRow};
 
 use crate::cbor::Cbor;
 use crate::error::{Error, Result};
-use crate::lease::{fence, Claim};
+use crate::lease::{fence, lock_run, Claim};
 use crate::payload::{Ipld, OpenMap, RunErrorInfo, RunOutput, RunUsage, RunWait};
 use crate::query;
 use crate::runs::queries::mirror_session_query;
@@ -149,9 +149,8 @@ fn roll_usage_into_parent(conn: &Db, child: &runs::Row, parent_id: &str, now: i6
         return Ok(());
     };
     let child_usage = child_usage.decode()?;
-    // Read after the lock: two children ending at once add to the parent in turn.
-    conn.lock_row(LockedRow::Run, parent_id)?;
-    let Some(mut parent) = runs::get(conn, &child.account_id, parent_id)? else {
+    // Read locked: two children ending at once add to the parent in turn.
+    let Some(mut parent) = lock_run(conn, &child.account_id, parent_id)? else {
         return Ok(());
     };
     let mut usage = match &parent.usage_cbor {
