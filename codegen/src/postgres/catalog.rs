@@ -5,7 +5,7 @@
 //! model, so the gate compares one fingerprint on both backends. Everything in the connection's
 //! `current_schema()` counts; nothing here writes.
 
-use super::ddl::{affinity_name, normal};
+use super::ddl::{affinity_name, normal, predicate};
 use crate::model::{Affinity, Column, ForeignKey, Index, IndexColumn, Schema, Table};
 use postgres::GenericClient;
 
@@ -135,7 +135,7 @@ fn read_table(
             columns,
             partial: row
                 .get::<_, Option<String>>(2)
-                .map(|p| normal(strip_parentheses(&p))),
+                .map(|p| predicate(&p)),
         };
         table.indexes.insert(index_name, index);
     }
@@ -185,42 +185,39 @@ fn strip_cast(expr: &str) -> &str {
     expr
 }
 
-/// A predicate without the parentheses PostgreSQL wraps it in.
-fn strip_parentheses(expr: &str) -> &str {
-    let t = expr.trim();
-    match t.strip_prefix('(').and_then(|s| s.strip_suffix(')')) {
-        // Only when the outer pair encloses the whole predicate: `(a) AND (b)` keeps its own.
-        Some(inner) if balanced(inner) => inner,
-        _ => t,
-    }
-}
-
-fn balanced(s: &str) -> bool {
-    let mut depth = 0i32;
-    for c in s.chars() {
-        match c {
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth < 0 {
-                    return false;
-                }
-            }
-            _ => {}
-        }
-    }
-    depth == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn literal_casts_and_outer_parentheses_are_dropped_and_inner_ones_kept() {
+    fn a_default_loses_the_cast_postgresql_adds() {
         assert_eq!(strip_cast("'system'::text"), "'system'");
         assert_eq!(strip_cast("0"), "0");
-        assert_eq!(strip_parentheses("(a IS NOT NULL)"), "a IS NOT NULL");
-        assert_eq!(strip_parentheses("(a) AND (b)"), "(a) AND (b)");
+    }
+
+    #[test]
+    fn a_predicate_reads_the_same_as_written_and_as_postgresql_prints_it() {
+        let cases = [
+            ("trigger_firing_id IS NOT NULL", "(trigger_firing_id IS NOT NULL)"),
+            (
+                "kind = 'agent' AND status IN ('claimed', 'running')",
+                "((kind = 'agent'::text) AND (status = ANY (ARRAY['claimed'::text, 'running'::text])))",
+            ),
+            ("lower(name) = 'x'", "(lower(name) = 'x'::text)"),
+            ("score > 1.5", "(score > (1.5)::double precision)"),
+        ];
+        for (written, printed) in cases {
+            assert_eq!(predicate(written), predicate(printed), "{printed}");
+        }
+        assert_eq!(
+            predicate("kind = 'agent' AND status IN ('claimed', 'running')"),
+            "kind = 'agent' and status in ( 'claimed' , 'running' )"
+        );
+        // What differs still differs.
+        assert_ne!(
+            predicate("status IN ('claimed')"),
+            predicate("status IN ('running')")
+        );
+        assert_ne!(predicate("a IS NULL"), predicate("a IS NOT NULL"));
     }
 }

@@ -49,7 +49,7 @@ pub fn portable(schema: &Schema) -> Schema {
             column.default = column.default.as_deref().map(normal);
         }
         for index in table.indexes.values_mut() {
-            index.partial = index.partial.as_deref().map(normal);
+            index.partial = index.partial.as_deref().map(predicate);
         }
     }
     out
@@ -69,6 +69,87 @@ pub fn affinity_name(affinity: Affinity) -> &'static str {
 /// An expression in the normal form (`sql::normalize`), or as written when it does not lex.
 pub(crate) fn normal(expr: &str) -> String {
     sql::normalize(expr).unwrap_or_else(|_| expr.to_string())
+}
+
+/// A partial index's predicate in one form, whichever backend wrote it: [`normal`], with what
+/// PostgreSQL adds when it prints a predicate back undone. The casts on literals go
+/// (`'agent'::text`), `x = ANY (ARRAY[a, b])` reads `x IN (a, b)`, and grouping parentheses
+/// go. Parentheses of a call or an `IN` list stay. So `kind = 'agent' AND status IN ('a', 'b')`
+/// as `schema.sql` writes it and as the catalog returns it compare equal. (Grouping is not
+/// compared: two predicates that differ only in it read the same.)
+pub(crate) fn predicate(expr: &str) -> String {
+    let Ok(tokens) = sql::tokenize(expr) else {
+        return expr.to_string();
+    };
+    let tokens: Vec<_> = tokens
+        .into_iter()
+        .filter(|t| t.kind != sql::TokenKind::Comment)
+        .collect();
+    let word = |i: usize, w: &str| {
+        tokens.get(i).is_some_and(|t: &sql::Token<'_>| {
+            t.kind == sql::TokenKind::Word && t.text.eq_ignore_ascii_case(w)
+        })
+    };
+    let punct = |i: usize, p: &str| {
+        tokens
+            .get(i)
+            .is_some_and(|t| t.kind == sql::TokenKind::Punct && t.text == p)
+    };
+    let mut out: Vec<String> = Vec::new();
+    // Whether each open parenthesis was kept.
+    let mut kept = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = &tokens[i];
+        if punct(i, ":") && punct(i + 1, ":") {
+            // A cast: `::` and its type's name (`double precision` is two words).
+            i += 3;
+            if word(i - 1, "double") && word(i, "precision") {
+                i += 1;
+            }
+            continue;
+        }
+        let array = tokens.get(i + 3);
+        if word(i, "any")
+            && out.last().is_some_and(|o| o == "=")
+            && punct(i + 1, "(")
+            && word(i + 2, "array")
+            && array
+                .is_some_and(|a| a.kind == sql::TokenKind::QuotedIdent && a.text.starts_with('['))
+            && punct(i + 4, ")")
+        {
+            let list = &array.expect("checked").text;
+            out.pop();
+            out.push("in".into());
+            out.push("(".into());
+            out.push(predicate(&list[1..list.len() - 1]));
+            out.push(")".into());
+            i += 5;
+            continue;
+        }
+        match (t.kind, t.text) {
+            (sql::TokenKind::Punct, "(") => {
+                // A call's or a list's parentheses follow a name or `IN`; grouping ones do not.
+                let keep = out.last().is_some_and(|o| {
+                    o.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                        && !matches!(o.as_str(), "and" | "or" | "not")
+                });
+                kept.push(keep);
+                if keep {
+                    out.push("(".into());
+                }
+            }
+            (sql::TokenKind::Punct, ")") => {
+                if kept.pop().unwrap_or(true) {
+                    out.push(")".into());
+                }
+            }
+            (sql::TokenKind::Word, w) => out.push(w.to_ascii_lowercase()),
+            (_, text) => out.push(text.to_string()),
+        }
+        i += 1;
+    }
+    out.join(" ")
 }
 
 /// The PostgreSQL type of a column.
