@@ -436,6 +436,11 @@ CREATE INDEX runs_by_parent_tool_call ON runs (parent_run_id, parent_tool_call_i
 -- Per-session run lookups, newest first: the session status mirror, and the claim that serializes
 -- turns per session.
 CREATE INDEX runs_by_session ON runs (session_id, created_at DESC);
+-- At most one live (claimed or running) agent run per session: a session runs one model turn at
+-- a time. The claim skips a session with a live run; this makes the database refuse a second
+-- one too, so that claimers on several nodes claim in one statement each.
+CREATE UNIQUE INDEX runs_live_agent_by_session ON runs (session_id)
+    WHERE kind = 'agent' AND status IN ('claimed', 'running');
 -- An account's runs, newest first.
 CREATE INDEX runs_by_account ON runs (account_id, created_at DESC);
 -- The runs a trigger firing started: deleting a firing checks them without a scan.

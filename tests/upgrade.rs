@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The newest version this suite was written for; the per-version tests below cover 0..LATEST.
-const LATEST: u32 = 34;
+const LATEST: u32 = 35;
 
 /// Rows inserted per table by [`fill`]. Every parent gets the same number of rows, and row n of a
 /// child references row n of each parent, so foreign-key columns that are part of a key (e.g.
@@ -866,6 +866,7 @@ upgrade_tests! {
     upgrade_from_v31: 31,
     upgrade_from_v32: 32,
     upgrade_from_v33: 33,
+    upgrade_from_v34: 34,
 }
 
 /// A fresh store's baseline is the SCHEMA_SQL the generated module exposes, and equals genesis
