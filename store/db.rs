@@ -113,6 +113,21 @@ impl<'a> Db<'a> {
         }
     }
 
+    /// [`Db::execute`] for a statement whose changed-row count nobody reads: on PostgreSQL,
+    /// inside a transaction, it travels with the next statement that is waited for (or the
+    /// `COMMIT`), whose wait reports its error, so it costs no round trip of its own. Statements
+    /// still run in the order they were given.
+    pub(crate) fn execute_later(&self, sql: &'static str, params: Params<'_>) -> Result<()> {
+        match self.inner {
+            #[cfg(feature = "postgres")]
+            Inner::Postgres(session) => match params {
+                Params::Slice(params) => session.execute_later(sql, params),
+                Params::Typed(args) => session.execute_later(sql, &args.values()),
+            },
+            _ => self.execute(sql, params).map(drop),
+        }
+    }
+
     /// Locks the row `id` of `row`'s table until the write transaction ends, so that writes
     /// whose invariants depend on that row (a session's seqs, a run's journal) run one at a
     /// time. A no-op on SQLite, whose writes all run one at a time. Call it before reading what
@@ -167,6 +182,11 @@ pub(crate) enum Isolation {
     /// (`Db::lock_row`, a claim's `FOR UPDATE SKIP LOCKED`), so hot writes to different rows
     /// neither wait for nor abort each other.
     RowLocks,
+    /// No transaction: the operation's one writing statement commits alone (its reads after
+    /// it, to explain a refusal, see what that statement left). For a write that is one
+    /// statement whatever happens, so it sends no `BEGIN` and no `COMMIT`.
+    #[cfg(feature = "postgres")]
+    Statement,
 }
 
 /// A row [`Db::lock_row`] can lock: one whose invariants hot writes share.

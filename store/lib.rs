@@ -110,8 +110,8 @@ pub use handle::{Durability, Reading, Store};
 pub use migrate::{EmbeddedMigration, Outcome, Progress};
 pub use open::{
     is_postgres_url, resolve_path, status, OpenOptions, StatusReport, Verdict, DB_PATH_ENV,
-    DEFAULT_BATCH_AGE, DEFAULT_BATCH_OPERATIONS, DEFAULT_DB_PATH, DEFAULT_IDLE_IN_TRANSACTION,
-    DEFAULT_KEEPALIVE, DEFAULT_READ_CONNECTIONS,
+    DEFAULT_BATCH_AGE, DEFAULT_BATCH_OPERATIONS, DEFAULT_CONNECTION_LIFETIME, DEFAULT_DB_PATH,
+    DEFAULT_IDLE_IN_TRANSACTION, DEFAULT_KEEPALIVE, DEFAULT_READ_CONNECTIONS,
 };
 pub use pool::Reader;
 

@@ -268,6 +268,7 @@ pub struct OpenOptions {
     keys: Arc<dyn KeyProvider>,
     idle_in_transaction: Duration,
     keepalive: Duration,
+    connection_lifetime: Duration,
 }
 
 impl Default for OpenOptions {
@@ -301,6 +302,7 @@ impl OpenOptions {
             keys: Arc::new(DatabaseKeyProvider),
             idle_in_transaction: DEFAULT_IDLE_IN_TRANSACTION,
             keepalive: DEFAULT_KEEPALIVE,
+            connection_lifetime: DEFAULT_CONNECTION_LIFETIME,
         }
     }
 
@@ -360,6 +362,15 @@ impl OpenOptions {
     /// twice `idle`, not the system's default two hours.
     pub fn keepalive(mut self, idle: Duration) -> Self {
         self.keepalive = idle;
+        self
+    }
+
+    /// PostgreSQL only: how long the store keeps one connection (default
+    /// [`DEFAULT_CONNECTION_LIFETIME`]). One older than this is closed when it comes back to
+    /// the pool, and a new one opened when needed, so a server's per-connection caches stay
+    /// bounded and a balancer in front of it sees new connections.
+    pub fn connection_lifetime(mut self, lifetime: Duration) -> Self {
+        self.connection_lifetime = lifetime;
         self
     }
 
@@ -503,6 +514,32 @@ impl OpenOptions {
     /// migrations, then a pool of connections for the handle.
     #[cfg(feature = "postgres")]
     fn open_postgres(self, url: &str, read_only: bool) -> Result<Store> {
+        let (name, outcome) =
+            crate::postgres::off_runtime(|| OpenOptions::gate_postgres(url, read_only))?;
+        // Every operation holds one connection while it runs: room for the readers and as
+        // many writers waiting on the write lock.
+        let max = self.sharing.read_connections.max(DEFAULT_READ_CONNECTIONS) * 4;
+        let bounds = crate::postgres::Bounds {
+            lock: self.sharing.busy_timeout,
+            idle_in_transaction: self.idle_in_transaction,
+            keepalive: self.keepalive,
+            lifetime: self.connection_lifetime,
+        };
+        let pool = crate::postgres::Pool::new(url, &name, max, bounds)?;
+        Ok(Store::assemble_postgres(
+            pool,
+            Arc::from(Path::new(&name)),
+            read_only,
+            outcome,
+            self.clock,
+            self.keys,
+        ))
+    }
+
+    /// The gate, and (read-write) the install or the migrations, on the blocking client: the
+    /// database's name and what opening did.
+    #[cfg(feature = "postgres")]
+    fn gate_postgres(url: &str, read_only: bool) -> Result<(String, Outcome)> {
         let mut database = crate::postgres::Database::connect(url)?;
         let name = database.name().to_string();
         let latest = schema::SCHEMA_VERSION;
@@ -529,24 +566,7 @@ impl OpenOptions {
         } else {
             database.prepare()?
         };
-        drop(database);
-        // Every operation holds one connection while it runs: room for the readers and as
-        // many writers waiting on the write lock.
-        let max = self.sharing.read_connections.max(DEFAULT_READ_CONNECTIONS) * 4;
-        let bounds = crate::postgres::Bounds {
-            lock: self.sharing.busy_timeout,
-            idle_in_transaction: self.idle_in_transaction,
-            keepalive: self.keepalive,
-        };
-        let pool = crate::postgres::Pool::new(url, &name, max, bounds);
-        Ok(Store::assemble_postgres(
-            pool,
-            Arc::from(Path::new(&name)),
-            read_only,
-            outcome,
-            self.clock,
-            self.keys,
-        ))
+        Ok((name, outcome))
     }
 
     /// Without the `postgres` feature a PostgreSQL URL names nothing this build can open.
@@ -571,3 +591,5 @@ pub const DEFAULT_IDLE_IN_TRANSACTION: Duration = Duration::from_secs(30);
 /// After how long without traffic a PostgreSQL connection of the store sends its first
 /// keepalive probe, by default.
 pub const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(30);
+/// How long the store keeps one PostgreSQL connection, by default.
+pub const DEFAULT_CONNECTION_LIFETIME: Duration = Duration::from_secs(30 * 60);

@@ -141,6 +141,12 @@ impl<'a, R> Query<'a, R> {
     pub fn execute(self, conn: &impl Executor) -> Result<usize> {
         conn.db().execute(self.text(conn), self.params)
     }
+
+    /// [`Query::execute`] without waiting for the reply where the backend allows it (see
+    /// [`crate::db::Db::execute_later`]): for the statements of a write whose counts nothing reads.
+    pub(crate) fn execute_later(self, conn: &impl Executor) -> Result<()> {
+        conn.db().execute_later(self.text(conn), self.params)
+    }
 }
 
 /// Reads column `idx` of `row` as `T`, failing as `rusqlite::Row::get` does: a value of the wrong

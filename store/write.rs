@@ -66,6 +66,15 @@ impl Store {
             .map(|(value, _)| value)
     }
 
+    /// [`Store::write`] for an operation that writes with one statement, whose conditions
+    /// (a fence, say) keep its invariants: on PostgreSQL it runs outside a transaction, so it
+    /// costs one round trip. (SQLite has no use for it: every write there is one commit.)
+    #[cfg(feature = "postgres")]
+    pub(crate) fn write_statement<T>(&self, op: impl FnMut(&Db, i64) -> Result<T>) -> Result<T> {
+        self.write_in(Isolation::Statement, op)
+            .map(|(value, _)| value)
+    }
+
     /// [`Store::write_locking`] for an operation that owns what it needs: on SQLite it may run
     /// on the writer thread, back to back with the others queued (see [`crate::commit`]), so a
     /// hot write pays no hand-off per operation. It may run more than once before its batch

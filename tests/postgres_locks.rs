@@ -248,6 +248,64 @@ fn claims_pass_over_held_runs_and_only_capped_claims_wait_for_each_other() {
     assert_eq!(capped.recv().unwrap().unwrap().unwrap().id, queued[0]);
 }
 
+/// Of two claims of one session's runs racing on two nodes, the second meets the unique index
+/// `runs_live_agent_by_session`, claims again, and passes that session over: a session never has
+/// two live agent runs, though each claim is one statement outside a transaction.
+#[test]
+fn racing_claims_of_one_sessions_runs_leave_it_one_live_run() {
+    let Some(db) = TempDb::new("locks_session_claims") else {
+        return;
+    };
+    let store = Store::open(&db.url).unwrap();
+    let agent = agent_of(&store, "acct-a");
+    let busy = session_of(&store, "acct-a", &agent);
+    let other = session_of(&store, "acct-a", &agent);
+    let turn = |session: &str, title: &str| {
+        let mut run = NewRun::new("acct-a", Kind::Agent, Origin::User, title);
+        run.agent_id = Some(agent.clone());
+        run.session_id = Some(session.to_owned());
+        store.enqueue_run(&run).unwrap().id
+    };
+    let (first, second, elsewhere) = (turn(&busy, "1"), turn(&busy, "2"), turn(&other, "3"));
+
+    // Another node has claimed the session's first run and not yet committed: the store's claim
+    // does not see that claim, passes the locked run over and takes the session's second run,
+    // whose index entry then waits for the other node's.
+    let mut node = db.client();
+    let mut claim = node.transaction().unwrap();
+    let n = claim
+        .execute(
+            "UPDATE runs SET status = 'claimed', lease_owner = 'node', attempt = attempt + 1 \
+             WHERE id = $1",
+            &[&first],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    let racing = {
+        let store = store.clone();
+        start(move || store.claim_next_run("w1", ClaimLimits::default()))
+    };
+    let mut watcher = db.client();
+    await_waiters(&mut watcher, 1);
+    claim.commit().unwrap();
+    let claimed = went_through(racing, "the racing claim").unwrap().unwrap();
+    assert_eq!(claimed.id, elsewhere, "the busy session is passed over");
+    let live: i64 = watcher
+        .query_one(
+            "SELECT count(*) FROM runs WHERE session_id = $1 AND status IN ('claimed', 'running')",
+            &[&busy],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(live, 1);
+    let second = store.run("acct-a", &second).unwrap().unwrap();
+    assert_eq!(
+        second.status,
+        seed_agents_store::schema::runs::Status::Queued
+    );
+    assert_eq!(second.attempt, 0, "its claim was undone whole");
+}
+
 /// The variables a child of [`a_stopped_node_holds_the_others_up_only_within_its_bounds`]
 /// reads: the database it stalls on, and the session it stalls appending to.
 const STALLING: &str = "SEED_TEST_STALLING_NODE";

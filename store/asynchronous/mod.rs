@@ -308,6 +308,9 @@ impl AsyncStore {
 /// down (a server stopping, a test's runtime dropped) can still be polling the awaiting task
 /// at that moment, so this is an error for the caller, not a panic.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    // On PostgreSQL, a blocking-pool thread drives the store's connections itself.
+    #[cfg(feature = "postgres")]
+    let f = move || crate::postgres::may_block(f);
     match tokio::task::spawn_blocking(f).await {
         Ok(value) => value,
         Err(e) => match e.try_into_panic() {

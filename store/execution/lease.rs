@@ -5,7 +5,9 @@
 //! only while the run is still claimed or running **by that owner at that attempt**. Once the
 //! lease has moved (the sweep requeued the run, another worker claimed it, it was canceled or it
 //! ended), `fence` refuses with [`Error::LeaseLost`] inside the write's own transaction, before
-//! anything is written. The attempt is part of the claim because an owner id alone is not
+//! anything is written. The hottest writes (start, lease renewal, finalize) are the fence
+//! themselves: one `UPDATE` that matches only while the claim holds, `refusal` saying why
+//! when it matched nothing. The attempt is part of the claim because an owner id alone is not
 //! unique over time: a worker that reclaims its own swept run holds a new attempt, and the old
 //! attempt's late writes must still be refused. The fence reads the run with its row locked on
 //! PostgreSQL, so a worker's writes run `READ COMMITTED` (`Store::write_locking`)
@@ -91,6 +93,20 @@ pub(crate) fn fence(conn: &Db, claim: &Claim) -> Result<runs::Row> {
         return Err(claim.lost());
     }
     Ok(row)
+}
+
+/// Why a fenced statement under `claim` (one that writes only while the claim holds) matched
+/// nothing: [`Error::NotFound`] when the run is not in the account, else
+/// [`Error::LeaseLost`].
+pub(crate) fn refusal(conn: &Db, claim: &Claim) -> Error {
+    match runs::get(conn, &claim.account_id, &claim.run_id) {
+        Ok(Some(_)) => claim.lost(),
+        Ok(None) => Error::NotFound {
+            what: "run",
+            id: claim.run_id.clone(),
+        },
+        Err(e) => e,
+    }
 }
 
 /// The run `id` of `account_id`, read inside the caller's write transaction; on PostgreSQL with

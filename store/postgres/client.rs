@@ -1,59 +1,24 @@
-//! A PostgreSQL client that can be dropped anywhere.
+//! The blocking client that installs, migrates and copies (one connection, one caller), and
+//! that can be dropped anywhere.
 //!
 //! The blocking `postgres` client owns a small tokio runtime and runs it when it closes, and
 //! tokio panics when a runtime is started, or dropped, on a thread that is already running one.
 //! A store dropped inside a server's runtime (the last `AsyncStore` of a handler, a test's
 //! runtime shutting down) would then panic inside a destructor. Invariant: dropping a
-//! [`Client`] never panics: inside a runtime, the connection is closed on a thread of its own.
+//! [`Client`] never panics: inside a runtime, the connection is closed on a thread of its own,
+//! and work with it that may run inside one goes through [`off_runtime`].
+//! The running store's own connections are pooled async ones (`super::connections`).
 
 use std::ops::{Deref, DerefMut};
 
 /// The blocking client, closed off the caller's runtime when dropped inside one.
 pub(crate) struct Client(Option<postgres::Client>);
 
-/// How long a store's session may wait or stall, set on each pooled connection as it connects
-/// (`OpenOptions`: `busy_timeout`, `idle_in_transaction_timeout`, `keepalive`), so that a
-/// stopped or partitioned node stalls only its own work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Bounds {
-    /// `lock_timeout`: the longest a statement waits for a lock (an advisory lock too) before
-    /// failing with 55P03, which the store reports as `Error::Busy`.
-    pub(crate) lock: std::time::Duration,
-    /// `idle_in_transaction_session_timeout`: the server ends a session that sits this long in a
-    /// transaction without a statement (a node stopped, or cut off, mid-write), which releases
-    /// its locks.
-    pub(crate) idle_in_transaction: std::time::Duration,
-    /// TCP keepalives: the first probe after this long without traffic, then every third of it,
-    /// three unanswered probes closing the connection.
-    pub(crate) keepalive: std::time::Duration,
-}
-
 impl Client {
     /// Connects to `url` (no TLS: the store talks to its server on a trusted network or a
     /// socket).
     pub(crate) fn connect(url: &str) -> Result<Client, postgres::Error> {
         postgres::Client::connect(url, postgres::NoTls).map(|c| Client(Some(c)))
-    }
-
-    /// Connects to `url` with the session bounded by `bounds` (after any `options` the URL sets).
-    pub(crate) fn connect_bounded(url: &str, bounds: Bounds) -> Result<Client, postgres::Error> {
-        let mut config: postgres::Config = url.parse()?;
-        let millis = |d: std::time::Duration| d.as_millis().max(1);
-        // `jit=off`: the store's statements are short, and a plan PostgreSQL costs high (a
-        // generic plan of the run claim, say) would otherwise spend a second compiling.
-        let options = format!(
-            "{} -c lock_timeout={} -c idle_in_transaction_session_timeout={} -c jit=off",
-            config.get_options().unwrap_or(""),
-            millis(bounds.lock),
-            millis(bounds.idle_in_transaction),
-        );
-        config
-            .options(options.trim_start())
-            .keepalives(true)
-            .keepalives_idle(bounds.keepalive)
-            .keepalives_interval((bounds.keepalive / 3).max(std::time::Duration::from_secs(1)))
-            .keepalives_retries(3);
-        config.connect(postgres::NoTls).map(|c| Client(Some(c)))
     }
 }
 
@@ -89,4 +54,18 @@ impl Drop for Client {
             let _ = closing.join();
         }
     }
+}
+
+/// Runs `work` (which uses the blocking client) on the calling thread, or, when that thread is
+/// inside a tokio runtime (a sync `Store::open` from async code), on a plain thread of its
+/// own while the caller waits: the blocking client starts a runtime of its own, which tokio
+/// refuses inside another.
+pub(crate) fn off_runtime<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return work();
+    }
+    std::thread::scope(|scope| match scope.spawn(work).join() {
+        Ok(value) => value,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
 }

@@ -19,19 +19,22 @@
 //! ```
 
 mod client;
+mod connections;
 mod copy;
 mod gate;
 mod migrate;
 mod pool;
 mod runs;
 mod session;
+mod values;
 
-pub(crate) use client::Bounds;
+pub(crate) use client::off_runtime;
+pub(crate) use connections::{may_block, Bounds};
 pub use copy::{copy, CopyReport, TableCopy};
 pub use gate::State;
 pub use pool::Lease;
 pub(crate) use pool::Pool;
-pub(crate) use runs::{claim_next, lock_run};
+pub(crate) use runs::{claim_next, end_root_run, lock_run};
 pub(crate) use session::Session;
 
 use crate::error::{Error, Result};

@@ -7,126 +7,132 @@
 //! on. A connection that failed is closed, never returned to the pool; a lease dropped inside
 //! a transaction rolls it back first.
 
-use super::client::{Bounds, Client};
-use super::session::{Conflict, Session};
+use super::connections::{self, Bounds, Runtime};
+use super::session::{Conflict, Session, Setting, Shared};
 use crate::db::Isolation;
 use crate::error::{Error, Result};
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// How many times a write that met a unique key runs again (see [`Conflict::Unique`]): enough
 /// for every node of a cluster to have inserted before it once, few enough that a key that was
 /// simply taken fails within about half a second.
 const UNIQUE_RETRIES: u32 = 16;
 
-/// The store's PostgreSQL connections: up to a bound, opened as needed, reused.
+/// The store's PostgreSQL connections (a `deadpool-postgres` pool: up to a bound, opened as
+/// needed, reused, recycled) and the write frame on them.
 pub(crate) struct Pool {
+    // Before `shared`, whose runtime the connections' tasks run on.
+    connections: connections::Pool,
+    shared: Arc<Shared>,
     writes: AtomicU64,
     /// Whether commits wait for the server's disk (`synchronous_commit`), as
     /// `Store::set_durability` chose.
-    synchronous: std::sync::atomic::AtomicBool,
-    url: String,
-    name: Arc<str>,
+    synchronous: AtomicBool,
     bounds: Bounds,
-    idle: Mutex<(Vec<Session>, usize)>,
-    freed: Condvar,
-    max: usize,
+    /// Runs this store claimed that have neither a parent nor a session (by id and attempt):
+    /// their finalize can be one statement. A hint only, bounded: the statement checks again.
+    roots: std::sync::Mutex<std::collections::HashSet<(String, i64)>>,
 }
+
+/// How many claimed root runs [`Pool::claimed_root`] remembers at most (a worker that never
+/// finalizes what it claims does not grow the store without bound).
+const ROOTS: usize = 4096;
 
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pool")
-            .field("database", &self.name)
-            .field("max", &self.max)
+            .field("database", &self.shared.name)
+            .field("max", &self.connections.status().max_size)
             .finish()
     }
 }
 
 impl Pool {
     /// A pool of at most `max` connections to `url` (whose redacted form is `name`), each
-    /// session bounded by `bounds`.
-    pub(crate) fn new(url: &str, name: &str, max: usize, bounds: Bounds) -> Pool {
-        Pool {
+    /// session bounded by `bounds`. Nothing connects yet.
+    pub(crate) fn new(url: &str, name: &str, max: usize, bounds: Bounds) -> Result<Pool> {
+        let runtime = Runtime::start(name)?;
+        let connections = connections::pool(url, name, max, bounds)?;
+        Ok(Pool {
+            connections,
+            shared: Arc::new(Shared::new(runtime, Arc::from(name))),
             writes: AtomicU64::new(0),
-            synchronous: std::sync::atomic::AtomicBool::new(true),
-            url: url.to_string(),
-            name: Arc::from(name),
+            synchronous: AtomicBool::new(true),
             bounds,
-            idle: Mutex::new((Vec::new(), 0)),
-            freed: Condvar::new(),
-            max: max.max(1),
-        }
+            roots: std::sync::Mutex::new(std::collections::HashSet::new()),
+        })
     }
 
-    /// Makes every connection's commits wait for the disk (`true`, the default) or not.
+    /// Makes every write's commit wait for the disk (`true`, the default) or not.
     pub(crate) fn set_synchronous_commit(&self, on: bool) {
         self.synchronous.store(on, Ordering::Relaxed);
     }
 
-    /// A connection, waiting while `max` are in use, its `synchronous_commit` as chosen.
+    /// A connection, waiting while `max` are in use (`Busy` after the busy timeout), its
+    /// `synchronous_commit` as chosen.
     pub(crate) fn get(&self) -> Result<Lease<'_>> {
-        let lease = self.take()?;
-        let wanted = self.synchronous.load(Ordering::Relaxed);
-        let session = lease.session();
-        if session.synchronous.get() != wanted {
-            session.batch(if wanted {
-                "SET synchronous_commit = on"
-            } else {
-                "SET synchronous_commit = off"
+        self.lease(false)
+    }
+
+    /// [`Pool::get`], its statements planned once (`hot`) or as PostgreSQL decides.
+    fn lease(&self, hot: bool) -> Result<Lease<'_>> {
+        use deadpool::managed::PoolError;
+        let object = self
+            .shared
+            .runtime
+            .block(self.connections.get())
+            .map_err(|e| match e {
+                PoolError::Backend(source) => Error::Postgres {
+                    database: self.shared.name.to_string(),
+                    source,
+                },
+                PoolError::Timeout(_) => Error::Busy {
+                    path: std::path::PathBuf::from(self.shared.name.to_string()),
+                    detail: format!(
+                        "no PostgreSQL connection came free within {:?}: all {} are in use",
+                        self.bounds.lock,
+                        self.connections.status().max_size
+                    ),
+                },
+                other => Error::Io {
+                    path: std::path::PathBuf::from(self.shared.name.to_string()),
+                    source: std::io::Error::other(format!("the connection pool: {other}")),
+                },
             })?;
-            session.synchronous.set(wanted);
-        }
-        Ok(lease)
+        let session = Session::new(object, self.shared.clone());
+        // The store's choices, on every connection it hands out (sent with its first statement).
+        let synchronous = self.synchronous.load(Ordering::Relaxed);
+        session.set(Setting::SynchronousCommit, synchronous);
+        session.set(Setting::GenericPlans, hot);
+        Ok(Lease {
+            pool: std::marker::PhantomData,
+            session: Some(session),
+            open: false,
+        })
     }
 
-    fn take(&self) -> Result<Lease<'_>> {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if let Some(session) = idle.0.pop() {
-                return Ok(Lease {
-                    pool: self,
-                    session: Some(session),
-                    open: None,
-                });
-            }
-            if idle.1 < self.max {
-                idle.1 += 1;
-                drop(idle);
-                return match Client::connect_bounded(&self.url, self.bounds) {
-                    Ok(client) => Ok(Lease {
-                        pool: self,
-                        session: Some(Session {
-                            client: RefCell::new(client),
-                            in_transaction: std::cell::Cell::new(false),
-                            synchronous: std::cell::Cell::new(true),
-                            statements: RefCell::new(HashMap::new()),
-                            conflicted: std::cell::Cell::new(None),
-                            name: self.name.clone(),
-                        }),
-                        open: None,
-                    }),
-                    Err(source) => {
-                        self.release(None);
-                        Err(Error::Postgres {
-                            database: self.name.to_string(),
-                            source,
-                        })
-                    }
-                };
-            }
-            idle = self.freed.wait(idle).unwrap_or_else(|e| e.into_inner());
+    /// Remembers that this store claimed `row`, when it has neither a parent nor a session.
+    pub(crate) fn claimed_root(&self, row: &crate::schema::runs::Row) {
+        if row.parent_run_id.is_some() || row.session_id.is_some() {
+            return;
         }
+        let mut roots = self.roots.lock().unwrap_or_else(|e| e.into_inner());
+        if roots.len() >= ROOTS {
+            roots.clear();
+        }
+        roots.insert((row.id.clone(), row.attempt));
     }
 
-    fn release(&self, session: Option<Session>) {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        match session {
-            Some(s) if !s.client.borrow().is_closed() => idle.0.push(s),
-            _ => idle.1 -= 1,
-        }
-        self.freed.notify_one();
+    /// Whether this store claimed the run `id` at `attempt` as a root run (forgetting it).
+    pub(crate) fn take_root(&self, id: &str, attempt: i64) -> bool {
+        let mut roots = self.roots.lock().unwrap_or_else(|e| e.into_inner());
+        roots.remove(&(id.to_owned(), attempt))
+    }
+
+    /// Round trips so far: each time one of the store's sessions waited for the server.
+    pub(crate) fn flights(&self) -> u64 {
+        self.shared.flights.load(Ordering::Relaxed)
     }
 
     /// Runs `op` in one write transaction at `isolation`, committing when it returns `Ok` and
@@ -144,18 +150,24 @@ impl Pool {
         let mut pause = std::time::Duration::from_micros(500);
         let mut unique_retries = 0;
         loop {
-            let mut lease = self.get()?;
+            // The hot writes' statements are lookups by key: generic plans.
+            let mut lease = self.lease(isolation != Isolation::Serializable)?;
             lease.session().conflicted.set(None);
-            lease.begin(match isolation {
-                Isolation::Serializable => "BEGIN ISOLATION LEVEL SERIALIZABLE",
-                // The hot writes' statements are lookups by key: one generic plan each, kept
-                // by the connection, instead of a plan per call (the claim's took longer to
-                // plan than to run). Sent with the BEGIN, so it costs no round trip.
-                Isolation::RowLocks => {
-                    "BEGIN ISOLATION LEVEL READ COMMITTED;                      SET LOCAL plan_cache_mode = force_generic_plan"
+            let begin = match isolation {
+                Isolation::Serializable => Some("BEGIN ISOLATION LEVEL SERIALIZABLE"),
+                Isolation::RowLocks => Some("BEGIN ISOLATION LEVEL READ COMMITTED"),
+                Isolation::Statement => None,
+            };
+            // Sent with the write's first statement, costing no round trip of its own.
+            if let Some(begin) = begin {
+                lease.begin(begin)?;
+            }
+            let outcome = op(lease.session()).and_then(|value| {
+                if begin.is_some() {
+                    lease.commit()?;
                 }
-            })?;
-            let outcome = op(lease.session()).and_then(|value| lease.commit().map(|()| value));
+                Ok(value)
+            });
             let error = match outcome {
                 Ok(value) => {
                     self.writes.fetch_add(1, Ordering::Relaxed);
@@ -194,12 +206,14 @@ impl Pool {
 }
 
 /// A PostgreSQL connection out of the store's pool (see [`crate::Reading`]), returned when
-/// dropped; a transaction it opened is rolled back first.
+/// dropped; a transaction it opened is rolled back first, and a connection that cannot end it,
+/// or that was closed, is dropped from the pool rather than returned.
 pub struct Lease<'a> {
-    pool: &'a Pool,
+    /// Leased from the pool: a lease does not outlive it.
+    pool: std::marker::PhantomData<&'a Pool>,
     session: Option<Session>,
-    /// The transaction this lease opened and has not ended.
-    open: Option<()>,
+    /// Whether this lease opened a transaction it has not ended.
+    open: bool,
 }
 
 impl Lease<'_> {
@@ -208,35 +222,31 @@ impl Lease<'_> {
         self.session.as_ref().expect("held until drop")
     }
 
-    /// Opens a transaction (`BEGIN ...`) that dropping the lease rolls back, also when `sql`
-    /// fails after its `BEGIN` (a lock wait that timed out): the connection goes back to the
-    /// pool out of the aborted transaction, not in it.
+    /// Opens a transaction (`BEGIN ...`, sent with its first statement) that dropping the
+    /// lease rolls back, also when a statement in it fails (a lock wait that timed out): the
+    /// connection goes back to the pool out of the aborted transaction, not in it.
     pub(crate) fn begin(&mut self, sql: &str) -> Result<()> {
-        self.session().in_transaction.set(true);
-        self.open = Some(());
-        self.session().batch(sql)
+        self.open = true;
+        self.session().begin(sql);
+        Ok(())
     }
 
     /// Commits the transaction [`Lease::begin`] opened.
     pub(crate) fn commit(&mut self) -> Result<()> {
-        self.open = None;
-        self.session().in_transaction.set(false);
-        self.session().batch("COMMIT")
+        self.open = false;
+        self.session().commit()
     }
 }
 
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
-        let mut session = self.session.take();
-        if self.open.is_some() {
-            if let Some(s) = &session {
-                s.in_transaction.set(false);
-                if s.batch("ROLLBACK").is_err() {
-                    // A connection that cannot end its transaction is not reused.
-                    session = None;
-                }
-            }
+        let Some(session) = self.session.take() else {
+            return;
+        };
+        let ended = !self.open || session.rollback().is_ok();
+        if !ended || session.is_closed() {
+            // Not reused: the pool opens another in its place.
+            drop(connections::Object::take(session.client));
         }
-        self.pool.release(session);
     }
 }

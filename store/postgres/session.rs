@@ -1,23 +1,25 @@
-//! One PostgreSQL connection serving one operation at a time: how a statement's SQLite values
-//! are bound and how its rows come back as SQLite values.
+//! One PostgreSQL connection serving one operation at a time: its statements (prepared once per
+//! connection, their values bound as `super::values` says) and which of them travel together.
 //!
-//! Invariants: parameters are typed by the value bound (an integer is `bigint`, a text `text`,
-//! a blob `bytea`, a real `double precision`; a NULL takes the type its place in the statement
-//! gives it), so a statement means on PostgreSQL what it means on SQLite; a result column comes
-//! back as the SQLite value of the same meaning (a `boolean` as 0 or 1, a `numeric` sum as an
-//! integer when whole). A statement that failed because of another transaction says so
-//! ([`Conflict`]), whatever error the operation makes of it, so its write can run again.
+//! Invariant: a statement that failed because of another transaction says so ([`Conflict`]),
+//! whatever error the operation makes of it, so its write can run again.
+//!
+//! Statements are sent in the order the operation runs them, but a `BEGIN` and a statement
+//! whose reply nobody reads ([`Session::execute_later`]) wait to travel with the next statement
+//! that is waited for (or the `COMMIT`): one round trip carries them all, and the first error
+//! among them is the one reported.
 
-use super::client::Client;
+use super::connections::{Object, Runtime};
+use super::values::{values, Param, Row};
 use crate::db::Columns;
 use crate::error::{Error, Result};
-use postgres::types::{FromSql, IsNull, Kind, ToSql, Type};
-use postgres::Statement;
-use rusqlite::types::{ToSqlOutput, Value, ValueRef};
-use std::cell::RefCell;
-use std::collections::HashMap;
-
+use futures_util::future::{join, join_all, LocalBoxFuture};
+use futures_util::StreamExt;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::Statement;
 
 /// Why a write failed because of another transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,28 +34,97 @@ pub(super) enum Conflict {
     Unique,
 }
 
-/// A prepared statement's key: its static text's address and length, and its parameter types.
-type StatementKey = (usize, usize, Vec<u32>);
+/// What the sessions of one store share: the runtime their connections run on and the
+/// database's name for messages.
+pub(crate) struct Shared {
+    pub(super) runtime: Runtime,
+    pub(super) name: Arc<str>,
+    /// Round trips: each time a session waited for the server.
+    pub(super) flights: AtomicU64,
+}
 
-/// One connection and its prepared statements.
+impl Shared {
+    pub(super) fn new(runtime: Runtime, name: Arc<str>) -> Shared {
+        Shared {
+            runtime,
+            name,
+            flights: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Sent with the next statement that is waited for.
+enum Pending {
+    /// Statements without parameters (`BEGIN ...`), in one simple query.
+    Batch(String),
+    /// A setting of the connection changed (see [`Setting`]).
+    Set(Setting, bool),
+    /// A prepared statement whose changed-row count nobody reads.
+    Execute(Statement, Vec<Param<'static>>),
+}
+
+/// A setting the store changes on a connection, kept for the connection's life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Setting {
+    /// `synchronous_commit`: on, or off (`Store::set_durability`).
+    SynchronousCommit,
+    /// `plan_cache_mode`: `force_generic_plan`, or `auto`. The hot writes' statements are
+    /// lookups by key: one generic plan each, kept by the connection, instead of a plan per
+    /// call (the claim's took longer to plan than to run).
+    GenericPlans,
+}
+
+impl Setting {
+    fn sql(self, on: bool) -> &'static str {
+        match (self, on) {
+            (Setting::SynchronousCommit, true) => "SET synchronous_commit = on",
+            (Setting::SynchronousCommit, false) => "SET synchronous_commit = off",
+            (Setting::GenericPlans, true) => "SET plan_cache_mode = force_generic_plan",
+            (Setting::GenericPlans, false) => "SET plan_cache_mode = auto",
+        }
+    }
+
+    fn flag(self, connection: &super::connections::Connection) -> &std::sync::atomic::AtomicBool {
+        match self {
+            Setting::SynchronousCommit => &connection.synchronous,
+            Setting::GenericPlans => &connection.generic_plans,
+        }
+    }
+}
+
+/// One pooled connection, leased to one operation.
 pub(crate) struct Session {
-    pub(super) client: RefCell<Client>,
+    pub(super) client: Object,
+    pub(super) shared: Arc<Shared>,
+    /// Sent, in order, ahead of the next statement waited for.
+    pending: RefCell<Vec<Pending>>,
+    /// Whether the `BEGIN` of the open transaction is still in `pending`, unsent.
+    begin_pending: Cell<bool>,
+    /// Whether a statement's rows are being read (the connection is busy with them).
+    streaming: Cell<bool>,
     /// Whether a transaction is open on it (a failed statement then aborts it, so a retry
     /// needs a savepoint).
-    pub(super) in_transaction: std::cell::Cell<bool>,
-    /// The `synchronous_commit` this connection has (`on` when opened).
-    pub(super) synchronous: std::cell::Cell<bool>,
-    /// Prepared statements by (the static text's address and length, the parameter types).
-    pub(super) statements: RefCell<HashMap<StatementKey, Statement>>,
+    pub(super) in_transaction: Cell<bool>,
     /// Why a statement failed, when another transaction caused it: the write is run again,
     /// whatever error the operation made of it.
-    pub(super) conflicted: std::cell::Cell<Option<Conflict>>,
-    pub(super) name: Arc<str>,
+    pub(super) conflicted: Cell<Option<Conflict>>,
 }
 
 impl Session {
-    fn fail(&self, source: postgres::Error) -> Error {
-        use postgres::error::SqlState;
+    pub(super) fn new(client: Object, shared: Arc<Shared>) -> Session {
+        Session {
+            client,
+            shared,
+            pending: RefCell::new(Vec::new()),
+            begin_pending: Cell::new(false),
+            streaming: Cell::new(false),
+            in_transaction: Cell::new(false),
+            conflicted: Cell::new(None),
+        }
+    }
+
+    fn fail(&self, source: tokio_postgres::Error) -> Error {
+        use tokio_postgres::error::SqlState;
         match source.code() {
             Some(c)
                 if *c == SqlState::T_R_SERIALIZATION_FAILURE
@@ -67,9 +138,46 @@ impl Session {
             _ => {}
         }
         Error::Postgres {
-            database: self.name.to_string(),
+            database: self.shared.name.to_string(),
             source,
         }
+    }
+
+    /// Waits for `work`, the statements pending ahead of it sent in the same flight. The
+    /// first error in sending order is returned.
+    fn send<T>(
+        &self,
+        work: impl std::future::Future<Output = std::result::Result<T, tokio_postgres::Error>>,
+    ) -> Result<T> {
+        if self.streaming.get() {
+            return Err(Error::Unsupported {
+                what: "a statement while another one's rows are being read on the same connection",
+                backend: "PostgreSQL",
+            });
+        }
+        let pending = self.pending.take();
+        self.begin_pending.set(false);
+        self.shared.flights.fetch_add(1, Ordering::Relaxed);
+        let client = &*self.client.client;
+        // `join_all` and `join` poll in order, and each statement is sent when first polled:
+        // the pending ones go out first, in order, then `work`'s.
+        let ahead = join_all(pending.iter().map(|p| -> LocalBoxFuture<'_, _> {
+            match p {
+                Pending::Batch(sql) => Box::pin(client.batch_execute(sql)),
+                Pending::Set(setting, on) => Box::pin(client.batch_execute(setting.sql(*on))),
+                Pending::Execute(statement, values) => Box::pin(async move {
+                    client
+                        .execute_raw(statement, values.iter().map(|v| v as &dyn ToSql))
+                        .await
+                        .map(|_| ())
+                }),
+            }
+        }));
+        let (ahead, outcome) = self.shared.runtime.block(join(ahead, work));
+        if let Some(first) = ahead.into_iter().find_map(|r| r.err()) {
+            return Err(self.fail(first));
+        }
+        outcome.map_err(|e| self.fail(e))
     }
 
     /// Runs `sql` (a statement the store's macros or build produced, so `'static` and cached)
@@ -105,78 +213,150 @@ impl Session {
     ) -> Result<usize> {
         let values = values(params)?;
         let statement = self.prepare(sql, &values, true)?;
-        let n = self
-            .client()?
-            .execute(&statement, &refs(&values))
-            .map_err(|e| self.fail(e))?;
+        let client = &*self.client.client;
+        let n =
+            self.send(client.execute_raw(&statement, values.iter().map(|v| v as &dyn ToSql)))?;
         Ok(n as usize)
     }
 
-    /// The error an operation returns when another transaction got in its way in a manner
-    /// PostgreSQL does not report itself: the write is rolled back and runs again, as after a
-    /// serialization failure (`Busy` once the lock bound has passed).
-    pub(crate) fn conflict(&self, detail: String) -> Error {
-        self.conflicted.set(Some(Conflict::Serialization));
-        Error::Busy {
-            path: std::path::PathBuf::from(self.name.to_string()),
-            detail,
+    /// Runs `sql` inside the open transaction without waiting for its reply: it travels with
+    /// the next statement waited for, or the `COMMIT`, whose wait reports its error. Outside a
+    /// transaction it runs at once.
+    pub(crate) fn execute_later(
+        &self,
+        sql: &'static str,
+        params: &[&dyn rusqlite::ToSql],
+    ) -> Result<()> {
+        if !self.in_transaction.get() {
+            return self.execute(sql, params).map(drop);
         }
+        let values = values(params)?
+            .into_iter()
+            .map(Param::owned)
+            .collect::<Vec<_>>();
+        let statement = self.prepare(sql, &values, true)?;
+        self.pending
+            .borrow_mut()
+            .push(Pending::Execute(statement, values));
+        Ok(())
     }
 
-    /// Locks a row until the transaction ends (see [`crate::Db::lock_row`]).
+    /// Locks a row until the transaction ends (see [`crate::Db::lock_row`]). Nothing waits for
+    /// its reply: the lock is held once the statements after it run.
     pub(crate) fn lock_row(&self, row: crate::db::LockedRow, id: &str) -> Result<()> {
         use crate::db::LockedRow;
         let sql = match row {
             LockedRow::Session => r#"SELECT 1 FROM "sessions" WHERE "id" = $1 FOR UPDATE"#,
             LockedRow::Run => r#"SELECT 1 FROM "runs" WHERE "id" = $1 FOR UPDATE"#,
         };
-        self.each_row(sql, &[&id], &mut |_| Ok(true))
-    }
-
-    /// The connection, unless a streaming statement holds it (see [`Session::rows`]).
-    fn client(&self) -> Result<std::cell::RefMut<'_, Client>> {
-        self.client
-            .try_borrow_mut()
-            .map_err(|_| Error::Unsupported {
-                what: "a statement while another one's rows are being read on the same connection",
-                backend: "PostgreSQL",
-            })
+        self.execute_later(sql, &[&id])
     }
 
     /// Runs statements without parameters (transaction control).
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
-        self.client()?.batch_execute(sql).map_err(|e| self.fail(e))
+        self.send(self.client.client.batch_execute(sql))
     }
 
+    /// Turns `setting` of the connection on or off, the change (when there is one) sent with
+    /// the next statement.
+    pub(super) fn set(&self, setting: Setting, on: bool) {
+        if setting.flag(&self.client).swap(on, Ordering::Relaxed) != on {
+            self.pending.borrow_mut().push(Pending::Set(setting, on));
+        }
+    }
+
+    /// Opens a transaction with `sql` (`BEGIN ...`), sent with the first statement in it.
+    pub(super) fn begin(&self, sql: &str) {
+        self.in_transaction.set(true);
+        self.begin_pending.set(true);
+        self.pending
+            .borrow_mut()
+            .push(Pending::Batch(sql.to_string()));
+    }
+
+    /// Commits the transaction [`Session::begin`] opened: nothing to send when nothing ran in it.
+    pub(super) fn commit(&self) -> Result<()> {
+        self.in_transaction.set(false);
+        if self.begin_pending.get() && self.pending.borrow().len() == 1 {
+            self.begin_pending.set(false);
+            self.drop_pending();
+            return Ok(());
+        }
+        self.batch("COMMIT")
+    }
+
+    /// Rolls the open transaction back: what was never sent is dropped, and a transaction whose
+    /// `BEGIN` was never sent has nothing to roll back.
+    pub(super) fn rollback(&self) -> Result<()> {
+        self.in_transaction.set(false);
+        self.drop_pending();
+        if self.begin_pending.replace(false) {
+            return Ok(());
+        }
+        self.batch("ROLLBACK")
+    }
+
+    /// Drops what was never sent; a setting that was not sent is not the connection's.
+    pub(super) fn drop_pending(&self) {
+        for unsent in self.pending.take() {
+            if let Pending::Set(setting, on) = unsent {
+                setting.flag(&self.client).store(!on, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Whether the connection has been closed (by the server, the network, or an error).
+    pub(super) fn is_closed(&self) -> bool {
+        self.client.client.is_closed()
+    }
+
+    /// `sql` prepared for `values`: kept ones from the connection's statements at no cost,
+    /// others prepared at the server (a round trip).
     fn prepare(&self, sql: &str, values: &[Param<'_>], keep: bool) -> Result<Statement> {
-        let types: Vec<Type> = values.iter().map(Param::declared).collect();
+        let declared: Vec<Type> = values.iter().map(Param::declared).collect();
         let key = (
             sql.as_ptr() as usize,
             sql.len(),
-            types.iter().map(Type::oid).collect(),
+            declared.iter().map(Type::oid).collect::<Vec<_>>(),
         );
         if keep {
-            if let Some(s) = self.statements.borrow().get(&key) {
-                return Ok(s.clone());
+            let statements = self
+                .client
+                .statements
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if let Some(statement) = statements.get(&key) {
+                return Ok(statement.clone());
             }
         }
+        let client = &*self.client.client;
         // A NULL whose place gives it no type (`$2 IS NULL OR id = $2` when the server meets
         // the test first) takes one that fits: its value is NULL whatever the type. Inside a
-        // transaction the attempts run in a savepoint, since a failed one aborts it.
-        let retry = self.in_transaction.get() && types.iter().any(|t| t.oid() == 0);
-        if retry {
-            self.batch("SAVEPOINT seed_agents_prepare")?;
+        // transaction the attempts run in a savepoint, since a failed one aborts it; the
+        // savepoint's statements travel with the attempts.
+        let untyped = declared.iter().any(|t| t.oid() == 0);
+        let savepoint = untyped && self.in_transaction.get();
+        let later = |sql: &str| {
+            self.pending
+                .borrow_mut()
+                .push(Pending::Batch(sql.to_string()))
+        };
+        if savepoint {
+            later("SAVEPOINT seed_agents_prepare");
         }
-        let mut prepared = self.client()?.prepare_typed(sql, &types);
+        let mut prepared = self.send(client.prepare_typed(sql, &declared));
         for fallback in [Type::TEXT, Type::INT8, Type::BYTEA] {
-            use postgres::error::SqlState;
-            let indeterminate = matches!(&prepared, Err(e)
-                if e.code() == Some(&SqlState::INDETERMINATE_DATATYPE)
-                    || e.code() == Some(&SqlState::AMBIGUOUS_PARAMETER));
-            if !indeterminate {
+            use tokio_postgres::error::SqlState;
+            let indeterminate = matches!(&prepared, Err(Error::Postgres { source, .. })
+                if source.code() == Some(&SqlState::INDETERMINATE_DATATYPE)
+                    || source.code() == Some(&SqlState::AMBIGUOUS_PARAMETER));
+            if !untyped || !indeterminate {
                 break;
             }
-            let typed: Vec<Type> = types
+            if savepoint {
+                later("ROLLBACK TO SAVEPOINT seed_agents_prepare");
+            }
+            let typed: Vec<Type> = declared
                 .iter()
                 .map(|t| {
                     if t.oid() == 0 {
@@ -186,20 +366,22 @@ impl Session {
                     }
                 })
                 .collect();
-            if retry {
-                self.batch("ROLLBACK TO SAVEPOINT seed_agents_prepare")?;
-            }
-            prepared = self.client()?.prepare_typed(sql, &typed);
+            prepared = self.send(client.prepare_typed(sql, &typed));
         }
-        if retry {
+        if savepoint {
             if prepared.is_err() {
-                self.batch("ROLLBACK TO SAVEPOINT seed_agents_prepare")?;
+                later("ROLLBACK TO SAVEPOINT seed_agents_prepare");
             }
-            self.batch("RELEASE SAVEPOINT seed_agents_prepare")?;
+            later("RELEASE SAVEPOINT seed_agents_prepare");
         }
-        let statement = prepared.map_err(|e| self.fail(e))?;
+        let statement = prepared?;
         if keep {
-            self.statements.borrow_mut().insert(key, statement.clone());
+            let mut statements = self
+                .client
+                .statements
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            statements.insert(key, statement.clone());
         }
         Ok(statement)
     }
@@ -215,234 +397,28 @@ impl Session {
         values: &[Param<'_>],
         f: &mut dyn FnMut(&dyn Columns) -> Result<bool>,
     ) -> Result<()> {
-        use postgres::fallible_iterator::FallibleIterator;
         // The names once per result, not once per row.
         let names: Vec<String> = statement
             .columns()
             .iter()
             .map(|c| c.name().to_string())
             .collect();
-        let mut client = self.client()?;
-        let mut rows = client
-            .query_raw(statement, values.iter().map(|v| v as &dyn ToSql))
-            .map_err(|e| self.fail(e))?;
-        while let Some(row) = rows.next().map_err(|e| self.fail(e))? {
-            let row = Row::read(&row, &names).map_err(|e| self.fail(e))?;
-            if !f(&row)? {
-                break;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A bound value: the SQLite value, bound as the PostgreSQL type of the same meaning.
-enum Param<'a> {
-    Null,
-    Integer(i64),
-    Real(f64),
-    Text(std::borrow::Cow<'a, str>),
-    Blob(std::borrow::Cow<'a, [u8]>),
-}
-
-/// Left for the server to infer from the parameter's place: the type of a NULL.
-fn unspecified() -> Type {
-    Type::new("unknown".into(), 0, Kind::Pseudo, "pg_catalog".into())
-}
-
-impl Param<'_> {
-    fn declared(&self) -> Type {
-        match self {
-            Param::Null => unspecified(),
-            Param::Integer(_) => Type::INT8,
-            Param::Real(_) => Type::FLOAT8,
-            Param::Text(_) => Type::TEXT,
-            Param::Blob(_) => Type::BYTEA,
-        }
-    }
-}
-
-fn values<'a>(params: &'a [&'a dyn rusqlite::ToSql]) -> Result<Vec<Param<'a>>> {
-    params
-        .iter()
-        .map(|p| {
-            let out = p.to_sql()?;
-            let value = match &out {
-                ToSqlOutput::Borrowed(v) => *v,
-                ToSqlOutput::Owned(v) => ValueRef::from(v),
-                _ => {
-                    return Err(crate::check::invalid(
-                        "params",
-                        "a value PostgreSQL has no type for (a zero blob)".to_string(),
-                    ))
+        let client = &*self.client.client;
+        let stream =
+            self.send(client.query_raw(statement, values.iter().map(|v| v as &dyn ToSql)))?;
+        self.streaming.set(true);
+        let mut stream = std::pin::pin!(stream);
+        let outcome = (|| {
+            while let Some(row) = self.shared.runtime.block(stream.next()) {
+                let row = row.map_err(|e| self.fail(e))?;
+                let row = Row::read(&row, &names).map_err(|e| self.fail(e))?;
+                if !f(&row)? {
+                    break;
                 }
-            };
-            Ok(match value {
-                ValueRef::Null => Param::Null,
-                ValueRef::Integer(i) => Param::Integer(i),
-                ValueRef::Real(r) => Param::Real(r),
-                ValueRef::Text(t) => Param::Text(
-                    String::from_utf8(t.to_vec())
-                        .map_err(|_| {
-                            crate::check::invalid("params", "text that is not UTF-8".to_string())
-                        })?
-                        .into(),
-                ),
-                ValueRef::Blob(b) => Param::Blob(b.to_vec().into()),
-            })
-        })
-        .collect()
-}
-
-fn refs<'a>(values: &'a [Param<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
-    values.iter().map(|v| v as &(dyn ToSql + Sync)).collect()
-}
-
-impl std::fmt::Debug for Param<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Param::Null => "NULL",
-            Param::Integer(_) => "integer",
-            Param::Real(_) => "real",
-            Param::Text(_) => "text",
-            Param::Blob(_) => "blob",
-        })
-    }
-}
-
-impl ToSql for Param<'_> {
-    fn to_sql(
-        &self,
-        ty: &Type,
-        out: &mut bytes::BytesMut,
-    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        match self {
-            Param::Null => Ok(IsNull::Yes),
-            Param::Integer(i) if *ty == Type::INT4 => i32::try_from(*i)?.to_sql(ty, out),
-            Param::Integer(i) if *ty == Type::INT2 => i16::try_from(*i)?.to_sql(ty, out),
-            Param::Integer(i) if *ty == Type::BOOL => (*i != 0).to_sql(ty, out),
-            Param::Integer(i) => i.to_sql(ty, out),
-            Param::Real(r) => r.to_sql(ty, out),
-            Param::Text(t) => t.as_ref().to_sql(ty, out),
-            Param::Blob(b) => b.as_ref().to_sql(ty, out),
-        }
-    }
-
-    fn accepts(_: &Type) -> bool {
-        true
-    }
-
-    postgres::types::to_sql_checked!();
-}
-
-/// A result row as SQLite values, with its statement's column names.
-struct Row<'a> {
-    values: Vec<Value>,
-    names: &'a [String],
-}
-
-impl<'a> Row<'a> {
-    fn read(
-        row: &postgres::Row,
-        names: &'a [String],
-    ) -> std::result::Result<Row<'a>, postgres::Error> {
-        let mut values = Vec::with_capacity(row.len());
-        for (i, column) in row.columns().iter().enumerate() {
-            let ty = column.type_();
-            let value = if *ty == Type::INT8 {
-                row.try_get::<_, Option<i64>>(i)?.map(Value::Integer)
-            } else if *ty == Type::INT4 {
-                row.try_get::<_, Option<i32>>(i)?
-                    .map(|v| Value::Integer(v.into()))
-            } else if *ty == Type::INT2 {
-                row.try_get::<_, Option<i16>>(i)?
-                    .map(|v| Value::Integer(v.into()))
-            } else if *ty == Type::BOOL {
-                row.try_get::<_, Option<bool>>(i)?
-                    .map(|v| Value::Integer(v.into()))
-            } else if *ty == Type::FLOAT8 {
-                row.try_get::<_, Option<f64>>(i)?.map(Value::Real)
-            } else if *ty == Type::FLOAT4 {
-                row.try_get::<_, Option<f32>>(i)?
-                    .map(|v| Value::Real(v.into()))
-            } else if *ty == Type::BYTEA {
-                row.try_get::<_, Option<Vec<u8>>>(i)?.map(Value::Blob)
-            } else if *ty == Type::NUMERIC {
-                row.try_get::<_, Option<Numeric>>(i)?.map(|n| n.0)
-            } else {
-                row.try_get::<_, Option<String>>(i)?.map(Value::Text)
-            };
-            values.push(value.unwrap_or(Value::Null));
-        }
-        Ok(Row { values, names })
-    }
-}
-
-impl Columns for Row<'_> {
-    fn value(&self, idx: usize) -> Result<ValueRef<'_>> {
-        self.values
-            .get(idx)
-            .map(ValueRef::from)
-            .ok_or(Error::Sqlite(rusqlite::Error::InvalidColumnIndex(idx)))
-    }
-
-    fn name(&self, idx: usize) -> Option<&str> {
-        self.names.get(idx).map(String::as_str)
-    }
-}
-
-/// A `numeric` (what `sum` of `bigint` gives) as SQLite's value: an integer when whole and in
-/// range, else a real.
-struct Numeric(Value);
-
-impl<'a> FromSql<'a> for Numeric {
-    fn from_sql(
-        _: &Type,
-        raw: &'a [u8],
-    ) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
-        // The binary form: digit count, weight (of the first base-10000 digit), sign, scale,
-        // then the digits.
-        let word =
-            |i: usize| -> std::result::Result<i16, Box<dyn std::error::Error + Sync + Send>> {
-                raw.get(i * 2..i * 2 + 2)
-                    .map(|b| i16::from_be_bytes([b[0], b[1]]))
-                    .ok_or_else(|| "a numeric cut short".into())
-            };
-        let (ndigits, weight, sign) = (word(0)?, word(1)?, word(2)? as u16);
-        if sign == 0xC000 {
-            return Ok(Numeric(Value::Real(f64::NAN)));
-        }
-        let mut whole: i128 = 0;
-        let mut fraction = 0f64;
-        for d in 0..ndigits as i32 {
-            let digit = word(4 + d as usize)? as i128;
-            let power = weight as i32 - d;
-            if power >= 0 {
-                whole = whole
-                    .checked_mul(10_000)
-                    .and_then(|w| w.checked_add(digit))
-                    .ok_or("a numeric too large")?;
-            } else {
-                fraction += digit as f64 * 10_000f64.powi(power);
             }
-        }
-        // Digits left out after the last one stored are zeros of the integer part.
-        let trailing = weight as i32 - (ndigits as i32 - 1);
-        for _ in 0..trailing.max(0) {
-            whole = whole.checked_mul(10_000).ok_or("a numeric too large")?;
-        }
-        let negative = sign == 0x4000;
-        let value = match (fraction == 0.0, i64::try_from(whole)) {
-            (true, Ok(w)) => Value::Integer(if negative { -w } else { w }),
-            _ => {
-                let v = whole as f64 + fraction;
-                Value::Real(if negative { -v } else { v })
-            }
-        };
-        Ok(Numeric(value))
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        *ty == Type::NUMERIC
+            Ok(())
+        })();
+        self.streaming.set(false);
+        outcome
     }
 }

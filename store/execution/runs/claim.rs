@@ -5,18 +5,20 @@
 //! `UPDATE ... RETURNING` ([`claim_next_query`], [`claim_one_query`]) inside a `BEGIN IMMEDIATE`
 //! transaction, which takes the write lock before the statement reads: two claimers serialize
 //! on it and the second sees the first's claim. On PostgreSQL claimers run at once, each
-//! skipping the runs the others hold (see `crate::postgres::claim_next`), and a claim of a
-//! session's run holds the session's row lock while it checks that session's live runs.
+//! skipping the runs the others hold (see `crate::postgres::claim_next`), and the unique index
+//! `runs_live_agent_by_session` refuses the second of two racing claims of one session's runs,
+//! which then claims again.
 
 use super::lifecycle::{load_run, requeue_waiting};
-use super::queries::{claim_next_query, claim_one_query, live_runs_query};
+use super::queries::{
+    claim_next_query, claim_one_query, live_runs_query, renew_lease_query, start_run_query,
+};
 use super::{ClaimLimits, SweepMode, LEASE_MS};
 use crate::check::invalid;
-use crate::db::LockedRow;
 use crate::error::Result;
-use crate::lease::{fence, Claim};
-use crate::schema::runs::{self, Kind, Status};
-use crate::{query, Store};
+use crate::lease::{refusal, Claim};
+use crate::schema::runs;
+use crate::Store;
 
 /// Refuses an empty lease owner (an owner is compared as written, so it is not trimmed).
 fn check_owner(owner: &str) -> Result<()> {
@@ -36,21 +38,32 @@ impl Store {
     /// [`crate::Error::Invalid`] for an empty owner, [`crate::Error::Sqlite`] otherwise.
     pub fn claim_next_run(&self, owner: &str, limits: ClaimLimits) -> Result<Option<runs::Row>> {
         check_owner(owner)?;
-        // The frame's IMMEDIATE takes the write lock before the statement reads, so a claimer
-        // never works from a snapshot another claimer has already changed (and waits on the busy
-        // timeout instead of failing with a stale snapshot).
-        self.write_locking(|tx, now| {
-            #[cfg(feature = "postgres")]
-            if let Some(session) = tx.as_postgres() {
-                return crate::postgres::claim_next(
+        #[cfg(feature = "postgres")]
+        if self.postgres().is_some() {
+            let claim = |tx: &crate::Db, now| {
+                let session = tx.as_postgres().expect("a PostgreSQL store");
+                let expiry = now + LEASE_MS;
+                crate::postgres::claim_next(
                     session,
                     owner,
                     now,
                     limits.agent,
                     limits.workflow,
-                    now + LEASE_MS,
-                );
+                    expiry,
+                )
+            };
+            // Uncapped, the claim is one statement; a capped one counts under its cap's lock.
+            return if limits.agent == u32::MAX && limits.workflow == u32::MAX {
+                self.write_statement(claim)
+            } else {
+                self.write_locking(claim)
             }
+            .inspect(|claimed| self.claimed(claimed.as_ref()));
+        }
+        // The frame's IMMEDIATE takes the write lock before the statement reads, so a claimer
+        // never works from a snapshot another claimer has already changed (and waits on the busy
+        // timeout instead of failing with a stale snapshot).
+        self.write_locking(|tx, now| {
             claim_next_query!(
                 owner,
                 now,
@@ -60,6 +73,16 @@ impl Store {
             )
             .fetch_optional(tx)
         })
+        .inspect(|claimed| self.claimed(claimed.as_ref()))
+    }
+
+    /// Notes a run this store claimed, so that its finalize can take the shortest path.
+    fn claimed(&self, row: Option<&runs::Row>) {
+        #[cfg(feature = "postgres")]
+        if let (Some(row), Some(pool)) = (row, self.postgres()) {
+            pool.claimed_root(row);
+        }
+        let _ = row;
     }
 
     /// Claims the queued run `id` for `owner` (lease, attempt + 1), unless its session already
@@ -71,19 +94,14 @@ impl Store {
     pub fn claim_run(&self, account_id: &str, id: &str, owner: &str) -> Result<Option<runs::Row>> {
         check_owner(owner)?;
         let result = self.write_locking(|tx, now| {
-            let run = load_run(tx, account_id, id)?;
-            // Checked under the session's lock, which every claim of its runs takes (see the
-            // module doc): on PostgreSQL the check then sees every claim committed before.
-            if let Some(session) = run
-                .session_id
-                .as_deref()
-                .filter(|_| run.kind == Kind::Agent)
-            {
-                tx.lock_row(LockedRow::Session, session)?;
-            }
+            // Not found, rather than not claimable, for another account's run.
+            load_run(tx, account_id, id)?;
+            // Of two racing claims of one session's runs, the second meets
+            // `runs_live_agent_by_session` and runs again, and then finds the session busy.
             claim_one_query!(account_id, id, owner, now, now + LEASE_MS).fetch_optional(tx)
         });
         self.audit_refused(account_id, result)
+            .inspect(|claimed| self.claimed(claimed.as_ref()))
     }
 
     /// Marks a claimed run running; the first `started_at` is kept across attempts.
@@ -93,12 +111,15 @@ impl Store {
     /// [`crate::Error::NotFound`] when it is not in the account.
     pub fn start_run(&self, claim: &Claim) -> Result<runs::Row> {
         self.write_locking(|tx, now| {
-            let mut row = fence(tx, claim)?;
-            row.status = Status::Running;
-            row.started_at.get_or_insert(now);
-            row.updated_at = now;
-            runs::update(tx, &row)?;
-            Ok(row)
+            start_run_query!(
+                claim.account_id,
+                claim.run_id,
+                claim.owner,
+                claim.attempt,
+                now
+            )
+            .fetch_optional(tx)?
+            .ok_or_else(|| refusal(tx, claim))
         })
     }
 
@@ -111,15 +132,16 @@ impl Store {
     pub fn renew_lease(&self, claim: &Claim) -> Result<i64> {
         self.write_locking(|tx, now| {
             let expiry = now + LEASE_MS;
-            fence(tx, claim)?;
-            query!(
-                "UPDATE runs SET lease_expires_at = ?3, updated_at = ?4 WHERE account_id = ?1 AND id = ?2",
+            renew_lease_query!(
                 claim.account_id,
                 claim.run_id,
+                claim.owner,
+                claim.attempt,
                 expiry,
                 now
             )
-            .execute(tx)?;
+            .fetch_optional(tx)?
+            .ok_or_else(|| refusal(tx, claim))?;
             Ok(expiry)
         })
     }

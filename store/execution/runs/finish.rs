@@ -7,13 +7,13 @@
 
 use rand::Rng;
 
-use super::lifecycle::{delete_waits, load_run, mirror_session, terminate};
-use super::queries::tree_members_query;
+use super::lifecycle::{delete_waits, ended, load_run, mirror_session, terminate};
+use super::queries::{end_run_query, tree_members_query};
 use super::{backoff_ms, CancelReport, Finalized, RunOutcome, BACKOFF_JITTER_MS};
 use crate::cbor::Cbor;
 use crate::error::Result;
 use crate::lease::{fence, locked_run, Claim};
-use crate::payload::RunUsage;
+use crate::payload::{RunErrorInfo, RunUsage};
 use crate::schema::runs::{self, Status};
 use crate::Store;
 
@@ -53,6 +53,69 @@ impl Store {
     /// ended), [`crate::Error::NotFound`] when it is not in the account.
     pub fn finalize_run(&self, claim: &Claim, outcome: RunOutcome) -> Result<Finalized> {
         let jitter = rand::thread_rng().gen_range(0..=BACKOFF_JITTER_MS);
+        let (status, output, error) = match &outcome {
+            RunOutcome::Succeeded(output) => (Status::Succeeded, Some(Cbor::encode(output)?), None),
+            RunOutcome::Canceled => (Status::Canceled, None, None),
+            RunOutcome::Failed(error) if error.retryable == Some(true) => {
+                return self.finalize_retryable(claim, error, jitter)
+            }
+            RunOutcome::Failed(error) => (Status::Failed, None, Some(Cbor::encode(error)?)),
+        };
+        #[cfg(feature = "postgres")]
+        if let Some(pool) = self.postgres() {
+            // A root run without a session that this store claimed ends in one statement.
+            if pool.take_root(&claim.run_id, claim.attempt) {
+                let ended = self.write_statement(|tx, now| {
+                    let session = tx.as_postgres().expect("a PostgreSQL store");
+                    crate::postgres::end_root_run(
+                        session,
+                        claim,
+                        status,
+                        output.as_ref().map(|c| c.as_bytes()),
+                        error.as_ref().map(|c| c.as_bytes()),
+                        now,
+                    )
+                })?;
+                if let Some(row) = ended {
+                    return Ok(Finalized::Finished(row));
+                }
+            }
+        }
+        // One fenced statement ends the run; what follows (waits, the parent's usage, the
+        // session) locks the rows it reads first.
+        self.write_locking(|tx, now| {
+            let ended_row = end_run_query!(
+                claim.account_id,
+                claim.run_id,
+                claim.owner,
+                claim.attempt,
+                status,
+                output.as_ref(),
+                error.as_ref(),
+                now
+            )
+            .fetch_optional(tx)?;
+            let Some(row) = ended_row else {
+                // Canceled is sticky; anything else is a lease that moved.
+                let row = locked_run(tx, &claim.account_id, &claim.run_id)?;
+                if row.status == Status::Canceled {
+                    return Ok(Finalized::AlreadyCanceled(row));
+                }
+                return Err(claim.lost());
+            };
+            ended(tx, &row, now)?;
+            Ok(Finalized::Finished(row))
+        })
+    }
+
+    /// [`Store::finalize_run`] of a retryable failure: queued again with backoff while attempts
+    /// are left, else failed.
+    fn finalize_retryable(
+        &self,
+        claim: &Claim,
+        error: &RunErrorInfo,
+        jitter: i64,
+    ) -> Result<Finalized> {
         // Every row it reads and writes is locked first: the run (`locked_run`), its parent and
         // its session (`terminate`).
         self.write_locking(|tx, now| {
@@ -63,37 +126,23 @@ impl Store {
             if !claim.holds(&row) {
                 return Err(claim.lost());
             }
-            Ok(match outcome.clone() {
-                RunOutcome::Succeeded(output) => {
-                    terminate(tx, &mut row, Status::Succeeded, Some(output), None, now)?;
-                    Finalized::Finished(row)
-                }
-                RunOutcome::Canceled => {
-                    terminate(tx, &mut row, Status::Canceled, None, None, now)?;
-                    Finalized::Finished(row)
-                }
-                RunOutcome::Failed(error)
-                    if error.retryable == Some(true) && row.attempt < row.max_attempts =>
-                {
-                    row.status = Status::Queued;
-                    row.error_cbor = Some(Cbor::encode(&error)?);
-                    row.wait_cbor = None;
-                    row.lease_owner = None;
-                    row.lease_expires_at = None;
-                    row.not_before = Some(now + backoff_ms(row.attempt) + jitter);
-                    row.updated_at = now;
-                    runs::update(tx, &row)?;
-                    delete_waits(tx, &claim.run_id)?;
-                    if let Some(session) = &row.session_id {
-                        mirror_session(tx, &claim.account_id, session)?;
-                    }
-                    Finalized::Retrying(row)
-                }
-                RunOutcome::Failed(error) => {
-                    terminate(tx, &mut row, Status::Failed, None, Some(error), now)?;
-                    Finalized::Finished(row)
-                }
-            })
+            if row.attempt >= row.max_attempts {
+                terminate(tx, &mut row, Status::Failed, None, Some(error.clone()), now)?;
+                return Ok(Finalized::Finished(row));
+            }
+            row.status = Status::Queued;
+            row.error_cbor = Some(Cbor::encode(error)?);
+            row.wait_cbor = None;
+            row.lease_owner = None;
+            row.lease_expires_at = None;
+            row.not_before = Some(now + backoff_ms(row.attempt) + jitter);
+            row.updated_at = now;
+            runs::update(tx, &row)?;
+            delete_waits(tx, &claim.run_id)?;
+            if let Some(session) = &row.session_id {
+                mirror_session(tx, &claim.account_id, session)?;
+            }
+            Ok(Finalized::Retrying(row))
         })
     }
 

@@ -25,8 +25,7 @@ pub(crate) fn mirror_session(conn: &Db, account_id: &str, session_id: &str) -> R
     // Its runs are read after the lock, so two runs of one session ending at once on
     // PostgreSQL mirror in turn, the second seeing the first.
     conn.lock_row(LockedRow::Session, session_id)?;
-    mirror_session_query!(account_id, session_id).execute(conn)?;
-    Ok(())
+    mirror_session_query!(account_id, session_id).execute_later(conn)
 }
 
 /// The run, or [`Error::NotFound`].
@@ -76,8 +75,7 @@ pub(crate) fn requeue_waiting(conn: &Db, row: &mut runs::Row, now: i64) -> Resul
 
 /// Deletes every wait of a run.
 pub(crate) fn delete_waits(conn: &Db, run_id: &str) -> Result<()> {
-    query!("DELETE FROM run_event_waits WHERE run_id = ?1", run_id).execute(conn)?;
-    Ok(())
+    query!("DELETE FROM run_event_waits WHERE run_id = ?1", run_id).execute_later(conn)
 }
 
 /// Ends `row` with `status`: terminal fields, waits deleted, usage rolled into the parent,
@@ -104,9 +102,15 @@ pub(crate) fn terminate(
     row.finished_at = Some(now);
     row.updated_at = now;
     runs::update(conn, row)?;
+    ended(conn, row, now)
+}
+
+/// What follows a run's becoming terminal (`row` as it now is), in its transaction: its waits
+/// deleted, its usage rolled into its parent, its session mirrored.
+pub(crate) fn ended(conn: &Db, row: &runs::Row, now: i64) -> Result<()> {
     delete_waits(conn, &row.id)?;
-    if let Some(parent_id) = row.parent_run_id.clone() {
-        roll_usage_into_parent(conn, row, &parent_id, now)?;
+    if let Some(parent_id) = &row.parent_run_id {
+        roll_usage_into_parent(conn, row, parent_id, now)?;
     }
     if let Some(session) = &row.session_id {
         mirror_session(conn, &row.account_id, session)?;
@@ -150,7 +154,7 @@ fn roll_usage_into_parent(conn: &Db, child: &runs::Row, parent_id: &str, now: i6
     };
     let child_usage = child_usage.decode()?;
     // Read locked: two children ending at once add to the parent in turn.
-    let Some(mut parent) = lock_run(conn, &child.account_id, parent_id)? else {
+    let Some(parent) = lock_run(conn, &child.account_id, parent_id)? else {
         return Ok(());
     };
     let mut usage = match &parent.usage_cbor {
@@ -166,8 +170,13 @@ fn roll_usage_into_parent(conn: &Db, child: &runs::Row, parent_id: &str, now: i6
         add_usage(&mut children, grandchildren);
     }
     usage.insert("children".into(), Ipld::Map(children));
-    parent.usage_cbor = Some(Cbor::encode(&usage)?);
-    parent.updated_at = now;
-    runs::update(conn, &parent)?;
-    Ok(())
+    let usage = Cbor::encode(&usage)?;
+    query!(
+        "UPDATE runs SET usage_cbor = ?3, updated_at = ?4 WHERE account_id = ?1 AND id = ?2",
+        parent.account_id,
+        parent.id,
+        usage,
+        now
+    )
+    .execute_later(conn)
 }

@@ -92,6 +92,80 @@ macro_rules! claim_one_query {
     };
 }
 
+/// The fenced statements a worker's writes on its run are: each one `UPDATE` that matches
+/// only while the claim holds (the run claimed or running by that owner at that attempt) and
+/// writes only the columns it changes. One that matches nothing was refused: see
+/// [`crate::lease::refusal`]. Each takes ?1 account, ?2 id, ?3 owner, ?4 attempt first.
+///
+/// Starts the run: running, the first `started_at` kept. ?5 now. Returns the row.
+macro_rules! start_run_query {
+    ($account:expr, $id:expr, $owner:expr, $attempt:expr, $now:expr) => {
+        $crate::query_as!(
+            $crate::schema::runs::Row,
+            "UPDATE runs SET status = 'running', started_at = coalesce(started_at, ?5), updated_at = ?5
+     WHERE account_id = ?1 AND id = ?2 AND lease_owner = ?3 AND attempt = ?4
+       AND status IN ('claimed', 'running')
+     RETURNING id, account_id, root_run_id, parent_run_id, parent_tool_call_id, continued_from_run_id, \
+         depth, kind, agent_id, session_id, trigger_firing_id, origin, title, model, source_cid, \
+         source_text, input_cbor, output_cbor, error_cbor, status, wait_cbor, attempt, \
+         max_attempts, not_before, queue, lease_owner, lease_expires_at, budget_cbor, usage_cbor, \
+         plan_cbor, created_at, started_at, finished_at, updated_at",
+            $account,
+            $id,
+            $owner,
+            $attempt,
+            $now
+        )
+    };
+}
+
+/// Extends the lease. ?5 the new expiry, ?6 now. Returns the run's id.
+macro_rules! renew_lease_query {
+    ($account:expr, $id:expr, $owner:expr, $attempt:expr, $expiry:expr, $now:expr) => {
+        $crate::query!(
+            "UPDATE runs SET lease_expires_at = ?5, updated_at = ?6
+     WHERE account_id = ?1 AND id = ?2 AND lease_owner = ?3 AND attempt = ?4
+       AND status IN ('claimed', 'running')
+     RETURNING id",
+            $account,
+            $id,
+            $owner,
+            $attempt,
+            $expiry,
+            $now
+        )
+    };
+}
+
+/// Ends the run with a terminal status: its output or error when given (else kept), wait,
+/// timer and lease cleared, finished now. ?5 status, ?6 output, ?7 error, ?8 now. Returns the
+/// row.
+macro_rules! end_run_query {
+    ($account:expr, $id:expr, $owner:expr, $attempt:expr, $status:expr, $output:expr, $error:expr, $now:expr) => {
+        $crate::query_as!(
+            $crate::schema::runs::Row,
+            "UPDATE runs SET status = ?5, output_cbor = coalesce(?6, output_cbor),
+       error_cbor = coalesce(?7, error_cbor), wait_cbor = NULL, not_before = NULL,
+       lease_owner = NULL, lease_expires_at = NULL, finished_at = ?8, updated_at = ?8
+     WHERE account_id = ?1 AND id = ?2 AND lease_owner = ?3 AND attempt = ?4
+       AND status IN ('claimed', 'running')
+     RETURNING id, account_id, root_run_id, parent_run_id, parent_tool_call_id, continued_from_run_id, \
+         depth, kind, agent_id, session_id, trigger_firing_id, origin, title, model, source_cid, \
+         source_text, input_cbor, output_cbor, error_cbor, status, wait_cbor, attempt, \
+         max_attempts, not_before, queue, lease_owner, lease_expires_at, budget_cbor, usage_cbor, \
+         plan_cbor, created_at, started_at, finished_at, updated_at",
+            $account,
+            $id,
+            $owner,
+            $attempt,
+            $status,
+            $output,
+            $error,
+            $now
+        )
+    };
+}
+
 /// The session status mirror, one statement: streaming iff a non-terminal agent run references
 /// the session, error when its latest run failed, idle otherwise (canceled included).
 /// ?1 account, ?2 session.
@@ -202,6 +276,7 @@ macro_rules! child_by_tool_call_query {
 }
 
 pub(crate) use {
-    child_by_tool_call_query, claim_next_query, claim_one_query, due_timers_query, live_runs_query,
-    mirror_session_query, run_tree_query, session_runs_query, tree_members_query,
+    child_by_tool_call_query, claim_next_query, claim_one_query, due_timers_query, end_run_query,
+    live_runs_query, mirror_session_query, renew_lease_query, run_tree_query, session_runs_query,
+    start_run_query, tree_members_query,
 };
