@@ -120,11 +120,7 @@ fn worker(side: &str, url: &str, synchronous: bool) {
         }
         _ if side.starts_with("plain-append:") => {
             let session = side["plain-append:".len()..].to_owned();
-            let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-            let setting = if synchronous { "on" } else { "off" };
-            client
-                .batch_execute(&format!("SET synchronous_commit = {setting}"))
-                .unwrap();
+            let mut client = plain_client(url, synchronous);
             let insert = client
                 .prepare(
                     "INSERT INTO plain.events (session_id, payload, created_at) VALUES ($1, $2, $3)",
@@ -167,39 +163,40 @@ fn worker(side: &str, url: &str, synchronous: bool) {
                     .unwrap();
             })
         }
-        _ => {
-            let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-            let setting = if synchronous { "on" } else { "off" };
-            client
-                .batch_execute(&format!("SET synchronous_commit = {setting}"))
-                .unwrap();
-            let claim = client
-                .prepare(
-                    "UPDATE plain.runs SET status = 'claimed', lease_owner = $1,
-                       attempt = attempt + 1, updated_at = $2
-                     WHERE id = (SELECT id FROM plain.runs WHERE status = 'queued'
-                       ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-                     RETURNING id, attempt",
-                )
-                .unwrap();
-            let finish = client
-                .prepare(
-                    "UPDATE plain.runs SET status = 'succeeded', output = $4, lease_owner = NULL,
-                       updated_at = $5
-                     WHERE id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'claimed'",
-                )
-                .unwrap();
-            let bytes = Cbor::encode(&output).unwrap().as_bytes().to_vec();
-            Box::new(move || {
-                let now = T;
-                let row = client.query_one(&claim, &[&owner, &now]).unwrap();
-                let (id, attempt): (i64, i64) = (row.get(0), row.get(1));
-                let n = client
-                    .execute(&finish, &[&id, &owner, &attempt, &bytes, &now])
-                    .unwrap();
-                assert_eq!(n, 1);
-            })
-        }
+        // The plain queue's two statements on the store's own `runs` table: what the schema
+        // (its columns and its nine indexes, each written again by every status change) costs
+        // before the store does anything.
+        "schema" => plain_queue::<String>(
+            url,
+            synchronous,
+            owner,
+            &output,
+            "UPDATE runs SET status = 'claimed', lease_owner = $1, lease_expires_at = $2,
+               attempt = attempt + 1, updated_at = $2
+             WHERE id = (SELECT id FROM runs WHERE status = 'queued'
+               AND queue = 'background' AND not_before IS NULL
+               ORDER BY not_before NULLS FIRST, created_at, id LIMIT 1
+               FOR UPDATE SKIP LOCKED)
+             RETURNING id, attempt",
+            "UPDATE runs SET status = 'succeeded', output_cbor = $4, lease_owner = NULL,
+               lease_expires_at = NULL, finished_at = $5, updated_at = $5
+             WHERE id = $1 AND lease_owner = $2 AND attempt = $3
+               AND status IN ('claimed', 'running')",
+        ),
+        _ => plain_queue::<i64>(
+            url,
+            synchronous,
+            owner,
+            &output,
+            "UPDATE plain.runs SET status = 'claimed', lease_owner = $1,
+               attempt = attempt + 1, updated_at = $2
+             WHERE id = (SELECT id FROM plain.runs WHERE status = 'queued'
+               ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+             RETURNING id, attempt",
+            "UPDATE plain.runs SET status = 'succeeded', output = $4, lease_owner = NULL,
+               updated_at = $5
+             WHERE id = $1 AND lease_owner = $2 AND attempt = $3 AND status = 'claimed'",
+        ),
     };
     let mut run = run;
     println!("READY");
@@ -211,6 +208,44 @@ fn worker(side: &str, url: &str, synchronous: bool) {
         run();
     }
     println!("TOOK {}", started.elapsed().as_micros());
+}
+
+/// A plain client, its commits waiting for the disk or not.
+fn plain_client(url: &str, synchronous: bool) -> postgres::Client {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let setting = if synchronous { "on" } else { "off" };
+    client
+        .batch_execute(&format!("SET synchronous_commit = {setting}"))
+        .unwrap();
+    client
+}
+
+/// A plain queue's worker: `claim` (owner, now; returns id, attempt) then `finish` (id, owner,
+/// attempt, output, now), each one autocommit statement, ids of type `I`.
+fn plain_queue<I>(
+    url: &str,
+    synchronous: bool,
+    owner: String,
+    output: &RunOutput,
+    claim: &str,
+    finish: &str,
+) -> Box<dyn FnMut()>
+where
+    I: for<'a> postgres::types::FromSql<'a> + postgres::types::ToSql + Sync + 'static,
+{
+    let mut client = plain_client(url, synchronous);
+    let claim = client.prepare(claim).unwrap();
+    let finish = client.prepare(finish).unwrap();
+    let bytes = Cbor::encode(output).unwrap().as_bytes().to_vec();
+    Box::new(move || {
+        let now = T;
+        let row = client.query_one(&claim, &[&owner, &now]).unwrap();
+        let (id, attempt): (I, i64) = (row.get(0), row.get(1));
+        let n = client
+            .execute(&finish, &[&id, &owner, &attempt, &bytes, &now])
+            .unwrap();
+        assert_eq!(n, 1);
+    })
 }
 
 /// One round of one side: `WORKERS` processes, started together; runs/s over the slowest.
@@ -427,13 +462,23 @@ fn queue(admin: &str, rounds: usize, sizes: Vec<usize>) {
                 || round("plain", &url, synchronous),
                 || requeue(&url),
             );
+            let (schema, plain_again, schema_ratio) = interleave(
+                rounds,
+                || round("schema", &url, synchronous),
+                || round("plain", &url, synchronous),
+                || requeue(&url),
+            );
             eprintln!(
                 "{queued:>8} queued, synchronous_commit {:>3}: store {:>6.0} runs/s, plain \
-                 {:>6.0} runs/s, store / plain {:.2} (median of {rounds})",
+                 {:>6.0} runs/s, store / plain {:.2}; the plain statements on the store's table \
+                 {:>6.0} runs/s against plain {:>6.0}, {:.2} (medians of {rounds})",
                 if synchronous { "on" } else { "off" },
                 store,
                 plain,
                 ratio,
+                schema,
+                plain_again,
+                schema_ratio,
             );
         }
     }
