@@ -68,11 +68,13 @@ impl Store {
 
     /// [`Store::write`] for an operation that writes with one statement, whose conditions
     /// (a fence, say) keep its invariants: on PostgreSQL it runs outside a transaction, so it
-    /// costs one round trip. (SQLite has no use for it: every write there is one commit.)
-    #[cfg(feature = "postgres")]
+    /// costs one round trip. On SQLite it is [`Store::write`]: every write there is one commit.
     pub(crate) fn write_statement<T>(&self, op: impl FnMut(&Db, i64) -> Result<T>) -> Result<T> {
-        self.write_in(Isolation::Statement, op)
-            .map(|(value, _)| value)
+        #[cfg(feature = "postgres")]
+        let isolation = Isolation::Statement;
+        #[cfg(not(feature = "postgres"))]
+        let isolation = Isolation::RowLocks;
+        self.write_in(isolation, op).map(|(value, _)| value)
     }
 
     /// [`Store::write_locking`] for an operation that owns what it needs: on SQLite it may run

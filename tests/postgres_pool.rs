@@ -1,5 +1,5 @@
 //! The store's PostgreSQL connections, on a real server: the round trips a worker's hot path
-//! costs, the pool's acquire timeout, a connection the server closed or that outlived its
+//! costs (claim, start, heartbeat, finalize), the pool's acquire timeout, a connection the server closed or that outlived its
 //! lifetime being replaced, and the sync handle used from inside an async task.
 //!
 //! Which backend serves which operation is read from `pg_stat_activity`; a test that waits for
@@ -116,6 +116,42 @@ fn a_claim_and_a_finalize_take_at_most_four_round_trips() {
         seed_agents_store::schema::sessions::Status::Idle,
         "the finalize mirrored the session"
     );
+}
+
+#[test]
+fn a_start_and_a_heartbeat_take_one_round_trip_each() {
+    let Some(db) = TempDb::new("round_trips_heartbeat") else {
+        return;
+    };
+    let store = Store::open(&db.url).unwrap();
+    let trips = |f: &dyn Fn()| {
+        let before = store.round_trips();
+        f();
+        store.round_trips() - before
+    };
+    for round in 0..2 {
+        store
+            .enqueue_run(&NewRun::new("acct", Kind::Workflow, Origin::Workflow, "w"))
+            .unwrap();
+        let row = store
+            .claim_next_run("worker", ClaimLimits::default())
+            .unwrap()
+            .unwrap();
+        let claim = Claim::of(&row).unwrap();
+        let start = trips(&|| {
+            store.start_run(&claim).unwrap();
+        });
+        let renew = trips(&|| {
+            store.renew_lease(&claim).unwrap();
+        });
+        // The first round prepares the statements on the connection.
+        if round == 1 {
+            assert_eq!((start, renew), (1, 1));
+        }
+        store
+            .finalize_run(&claim, RunOutcome::Succeeded(RunOutput::default()))
+            .unwrap();
+    }
 }
 
 #[test]
