@@ -73,6 +73,47 @@ fn fill(url: &str, n: usize) {
     client.batch_execute("VACUUM ANALYZE").unwrap();
 }
 
+/// A client on `url` with `pg_stat_statements` reset, when the server has it loaded
+/// (`shared_preload_libraries`); otherwise says how to get it and returns `None`.
+fn plan_statistics(url: &str) -> Option<postgres::Client> {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let ready = client
+        .batch_execute(
+            "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()",
+        )
+        .is_ok();
+    if !ready {
+        eprintln!(
+            "plans: not counted (start the server with shared_preload_libraries=pg_stat_statements \
+             and pg_stat_statements.track_planning=on to count them)"
+        );
+    }
+    ready.then_some(client)
+}
+
+/// Prints how often the store's claim and finalize were planned against how often they ran,
+/// over every store round of this queue size (each worker process is a connection).
+fn plans(client: &mut postgres::Client, queued: usize) {
+    for (what, start) in [
+        ("claim", "WITH candidate AS"),
+        ("finalize", "WITH ended AS"),
+    ] {
+        let row = client
+            .query_one(
+                "SELECT coalesce(sum(calls), 0)::bigint, coalesce(sum(plans), 0)::bigint \
+                 FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database \
+                 WHERE datname = current_database()) AND query LIKE $1 || '%'",
+                &[&start],
+            )
+            .unwrap();
+        let (calls, plans): (i64, i64) = (row.get(0), row.get(1));
+        eprintln!(
+            "{queued:>8} queued: the store's {what} planned {plans} times in {calls} calls \
+             (pg_stat_statements, track_planning)"
+        );
+    }
+}
+
 /// Queues again every run the last round finished (untimed).
 fn requeue(url: &str) {
     let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
@@ -455,6 +496,7 @@ fn queue(admin: &str, rounds: usize, sizes: Vec<usize>) {
     for queued in sizes {
         let url = fresh_database(admin, "sa_bench_queue");
         fill(&url, queued);
+        let statistics = plan_statistics(&url);
         for synchronous in [false, true] {
             let (store, plain, ratio) = interleave(
                 rounds,
@@ -480,6 +522,9 @@ fn queue(admin: &str, rounds: usize, sizes: Vec<usize>) {
                 plain_again,
                 schema_ratio,
             );
+        }
+        if let Some(mut client) = statistics {
+            plans(&mut client, queued);
         }
     }
 }
