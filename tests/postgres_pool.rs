@@ -154,6 +154,36 @@ fn a_start_and_a_heartbeat_take_one_round_trip_each() {
     }
 }
 
+/// A connection's settings travel with its first statement; a lease that ran none leaves the
+/// connection as the server has it, so the next lease still sends what it needs.
+#[test]
+fn a_lease_that_ran_no_statement_leaves_its_connections_settings_true() {
+    let Some(db) = TempDb::new("pool_settings") else {
+        return;
+    };
+    let store = Store::open(&db.url).unwrap();
+    let synchronous_commit = || {
+        let reading = store.reading().unwrap();
+        seed_agents_store::Query::new(
+            "SELECT 1",
+            "SELECT current_setting('synchronous_commit')",
+            &[],
+            |row| match row.value(0)? {
+                rusqlite::types::ValueRef::Text(t) => Ok(String::from_utf8_lossy(t).into_owned()),
+                other => panic!("{other:?}"),
+            },
+        )
+        .fetch_one(&reading)
+        .unwrap()
+    };
+    assert_eq!(synchronous_commit(), "on");
+    store
+        .set_durability(seed_agents_store::Durability::Normal)
+        .unwrap();
+    drop(store.reading().unwrap()); // takes the connection, sends nothing
+    assert_eq!(synchronous_commit(), "off");
+}
+
 #[test]
 fn waiting_longer_than_the_busy_timeout_for_a_connection_is_busy() {
     let Some(db) = TempDb::new("pool_busy") else {

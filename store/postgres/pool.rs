@@ -243,7 +243,14 @@ impl Drop for Lease<'_> {
         let Some(session) = self.session.take() else {
             return;
         };
-        let ended = !self.open || session.rollback().is_ok();
+        // What was never sent is dropped either way (a rollback drops it too), so the
+        // connection's settings stay as the server has them.
+        let ended = if self.open {
+            session.rollback().is_ok()
+        } else {
+            session.drop_pending();
+            true
+        };
         if !ended || session.is_closed() {
             // Not reused: the pool opens another in its place.
             drop(connections::Object::take(session.client));

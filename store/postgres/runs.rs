@@ -25,16 +25,12 @@ use std::sync::OnceLock;
 use super::Session;
 use crate::error::Result;
 use crate::lease::Claim;
+use crate::runs::ClaimLimits;
 use crate::schema::runs;
 
 /// The high half of the cap locks' keys ("caps"); the low half is 1 for agent runs, 2 for
 /// workflows.
 const CAP_LOCK_CLASS: i64 = 0x6361_7073 << 32;
-
-/// A cap as the claim binds it (`u32::MAX` is no cap).
-fn capped(cap: u32) -> bool {
-    cap != u32::MAX
-}
 
 /// Claims the next claimable run for `owner` (see the module doc); `None` when there is none.
 /// `now`, the caps and the lease expiry as [`crate::Store::claim_next_run`] gives them.
@@ -42,22 +38,21 @@ pub(crate) fn claim_next(
     session: &Session,
     owner: &str,
     now: i64,
-    agent_cap: u32,
-    workflow_cap: u32,
+    limits: ClaimLimits,
     expiry: i64,
 ) -> Result<Option<runs::Row>> {
-    for (kind, cap) in [(1, agent_cap), (2, workflow_cap)] {
-        if capped(cap) {
+    for (key, kind) in [(1, runs::Kind::Agent), (2, runs::Kind::Workflow)] {
+        if limits.cap(kind).is_some() {
             session.execute(
                 "SELECT pg_advisory_xact_lock($1)",
-                &[&(CAP_LOCK_CLASS | kind)],
+                &[&(CAP_LOCK_CLASS | key)],
             )?;
         }
     }
-    let (agents, workflows) = (i64::from(agent_cap), i64::from(workflow_cap));
+    let (agents, workflows) = (i64::from(limits.agent), i64::from(limits.workflow));
     let mut claimed = None;
     session.each_row(
-        claim_sql(capped(agent_cap) || capped(workflow_cap)),
+        claim_sql(limits.capped()),
         &[&owner, &now, &agents, &workflows, &expiry],
         &mut |row| {
             claimed = Some(runs::Row::from_row(row)?);

@@ -43,20 +43,13 @@ impl Store {
             let claim = |tx: &crate::Db, now| {
                 let session = tx.as_postgres().expect("a PostgreSQL store");
                 let expiry = now + LEASE_MS;
-                crate::postgres::claim_next(
-                    session,
-                    owner,
-                    now,
-                    limits.agent,
-                    limits.workflow,
-                    expiry,
-                )
+                crate::postgres::claim_next(session, owner, now, limits, expiry)
             };
             // Uncapped, the claim is one statement; a capped one counts under its cap's lock.
-            return if limits.agent == u32::MAX && limits.workflow == u32::MAX {
-                self.write_statement(claim)
-            } else {
+            return if limits.capped() {
                 self.write_locking(claim)
+            } else {
+                self.write_statement(claim)
             }
             .inspect(|claimed| self.claimed(claimed.as_ref()));
         }

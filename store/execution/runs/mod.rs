@@ -135,6 +135,24 @@ impl Default for ClaimLimits {
     }
 }
 
+// Read by the PostgreSQL claim, which locks and counts only what is capped.
+#[cfg(feature = "postgres")]
+impl ClaimLimits {
+    /// The cap on `kind`'s claimed or running runs, `None` when it has none (`u32::MAX`).
+    pub(crate) fn cap(&self, kind: crate::schema::runs::Kind) -> Option<u32> {
+        let cap = match kind {
+            crate::schema::runs::Kind::Agent => self.agent,
+            crate::schema::runs::Kind::Workflow => self.workflow,
+        };
+        (cap != u32::MAX).then_some(cap)
+    }
+
+    /// Whether either kind has a cap.
+    pub(crate) fn capped(&self) -> bool {
+        *self != ClaimLimits::default()
+    }
+}
+
 /// How a run ends, for [`crate::Store::finalize_run`].
 // Built once per run end and moved straight into the store: boxing would only add an allocation.
 #[allow(clippy::large_enum_variant)]
