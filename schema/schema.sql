@@ -799,12 +799,17 @@ CREATE TABLE retention_policies (
 
 -- The audit log: an append-only record of provider, secret and tool changes and of security
 -- events (refused cross-account access, idempotency conflicts, failed secret decryption), each
--- written in the transaction of the change it records. Row n commits to row n-1: `hash` is
--- SHA-256 over `prev_hash` and the row's fields, so an edited, deleted or reordered row breaks
--- the chain (`seed-agents-db audit verify`). No row holds a secret value or any part of one.
+-- written in the transaction of the change it records. The log is one hash chain per account:
+-- row n of a chain commits to row n-1 of the same chain (`hash` is SHA-256 over `prev_hash` and
+-- the row's fields), so an edited, deleted or reordered row breaks its chain (`seed-agents-db
+-- audit verify`), and writes of different accounts never wait on one head. No row holds a secret
+-- value or any part of one.
 CREATE TABLE audit_events (
-    -- The event's position in the log: 1, 2, 3, ... without gaps (pruning removes a prefix).
-    seq INTEGER NOT NULL PRIMARY KEY,
+    -- The chain the row belongs to: the account the event concerns (`account_id`), or '' for
+    -- the rows written before version 36, which form one chain over every account.
+    chain TEXT NOT NULL,
+    -- The event's position in its chain: 1, 2, 3, ... without gaps (pruning removes a prefix).
+    seq INTEGER NOT NULL,
     -- When the event happened (the store's clock).
     -- @timestamp
     at INTEGER NOT NULL,
@@ -826,30 +831,34 @@ CREATE TABLE audit_events (
     outcome TEXT NOT NULL,
     -- Words a person needs beyond the fields (which error, which action); never a value.
     detail TEXT,
-    -- The previous row's `hash`; for the first row, the chain's anchor (`audit_chain`).
+    -- The hash of the chain's previous row; for its first row, the chain's anchor
+    -- (`audit_chain`).
     prev_hash BLOB NOT NULL,
     -- SHA-256 over `prev_hash` and the canonical encoding of this row's other fields.
-    hash BLOB NOT NULL
-);
+    hash BLOB NOT NULL,
+    PRIMARY KEY (chain, seq)
+) WITHOUT ROWID;
 -- Reads one account's events, newest first.
-CREATE INDEX audit_events_by_account ON audit_events (account_id, seq);
+CREATE INDEX audit_events_by_account ON audit_events (account_id, at);
 -- Reads one kind of events, newest first.
-CREATE INDEX audit_events_by_kind ON audit_events (kind, seq);
--- Reads the events of a time range; pruning finds the old ones.
+CREATE INDEX audit_events_by_kind ON audit_events (kind, at);
+-- Reads the events of a time range, newest first.
 CREATE INDEX audit_events_by_time ON audit_events (at);
 
--- The audit chain's two ends, one row (id 1), written with every append: the newest row's seq and
--- hash, so deleting the newest rows is detected, and the anchor the oldest retained row chains
--- from (seq 0 and 32 zero bytes until pruning moves it). No row yet means an empty log.
+-- Each audit chain's two ends, one row per chain, written with every append to it: the newest
+-- row's seq and hash, so deleting the newest rows is detected, and the anchor the oldest
+-- retained row chains from (seq 0 and 32 zero bytes until pruning moves it). No row for a chain
+-- means it is empty.
 CREATE TABLE audit_chain (
-    -- Always 1: there is one chain (the store reads and writes only this row).
-    id INTEGER NOT NULL PRIMARY KEY,
-    -- The seq of the newest row (0 when the log is empty).
+    -- The chain (`audit_events.chain`): an account id, or '' for the log before version 36.
+    chain TEXT NOT NULL PRIMARY KEY,
+    -- The seq of the chain's newest row (its anchor's seq when it holds no row).
     head_seq INTEGER NOT NULL,
-    -- The hash of the newest row (the anchor's hash when the log is empty).
+    -- The hash of the chain's newest row (the anchor's hash when it holds no row).
     head_hash BLOB NOT NULL,
-    -- The seq of the last pruned row (0 before any pruning): the first retained row is the next.
+    -- The seq of the chain's last pruned row (0 before any pruning): its first retained row is
+    -- the next.
     anchor_seq INTEGER NOT NULL,
-    -- The hash of the last pruned row: the `prev_hash` of the first retained row.
+    -- The hash of the chain's last pruned row: the `prev_hash` of its first retained row.
     anchor_hash BLOB NOT NULL
-);
+) WITHOUT ROWID;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use seed_agents_store::audit::{AuditProblem, AuditReport, ProblemKind};
 use seed_agents_store::{Error, Store};
-use tools_common::{backend, open, A};
+use tools_common::{backend, open, A, B};
 
 /// The database under a store, to tamper with behind its back.
 struct Raw(PathBuf);
@@ -132,6 +132,7 @@ fn the_newest_rows_cut_off_are_found_from_the_head() {
     assert_eq!(
         store.verify_audit_log().unwrap().problems,
         [AuditProblem {
+            chain: A.into(),
             seq: 4,
             kind: ProblemKind::Truncated,
             missing: 2
@@ -216,4 +217,106 @@ fn pruning_is_off_unless_called_and_keeps_rows_not_old_enough() {
     let report = store.verify_audit_log().unwrap();
     assert!(report.is_intact(), "{:?}", report.problems);
     assert_eq!((report.rows, report.anchor_seq, report.head_seq), (1, 3, 4));
+}
+
+#[test]
+fn each_account_is_a_chain_of_its_own_verified_on_its_own() {
+    let (_dir, store, raw, clock) = logged(3);
+    for i in 0..2 {
+        store.set_secret(B, &format!("b{i}"), b"v", None).unwrap();
+        clock.advance(1_000);
+    }
+    store.set_secret(A, "later", b"v", None).unwrap();
+    let report = store.verify_audit_log().unwrap();
+    assert!(report.is_intact(), "{:?}", report.problems);
+    // A: seqs 1..=4; B: 1..=2, counted from 1 in its own chain.
+    assert_eq!((report.rows, report.chains, report.head_seq), (6, 2, 6));
+    let column = |c: &str| {
+        let sql = format!("SELECT CAST({c} AS TEXT) FROM audit_events ORDER BY chain, seq");
+        backend::query_strings(&raw.0, &sql)
+    };
+    assert_eq!(column("chain"), [A, A, A, A, B, B]);
+    assert_eq!(column("seq"), ["1", "2", "3", "4", "1", "2"]);
+    // The heads' fingerprint follows every head.
+    let fingerprint = report.head_hash.clone();
+    store.set_secret(B, "b2", b"v", None).unwrap();
+    assert_ne!(store.verify_audit_log().unwrap().head_hash, fingerprint);
+
+    // A finding names its chain, and leaves the other chain alone.
+    raw.execute(&format!(
+        "UPDATE audit_events SET target = 'secret x' WHERE chain = '{B}' AND seq = 2"
+    ));
+    let report = store.verify_audit_log().unwrap();
+    let found: Vec<(&str, i64, ProblemKind)> = report
+        .problems
+        .iter()
+        .map(|p| (p.chain.as_str(), p.seq, p.kind))
+        .collect();
+    assert_eq!(found, [(B, 2, ProblemKind::Edited)]);
+    // A row moved to another chain breaks both.
+    raw.execute(&format!(
+        "UPDATE audit_events SET chain = '{B}', seq = 9 WHERE chain = '{A}' AND seq = 4"
+    ));
+    let found: Vec<(String, i64, ProblemKind)> = store
+        .verify_audit_log()
+        .unwrap()
+        .problems
+        .into_iter()
+        .map(|p| (p.chain, p.seq, p.kind))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (A.to_string(), 4, ProblemKind::Truncated),
+            (B.to_string(), 2, ProblemKind::Edited),
+            (B.to_string(), 4, ProblemKind::Missing),
+            (B.to_string(), 9, ProblemKind::Edited),
+            (B.to_string(), 9, ProblemKind::Unchained),
+            (B.to_string(), 9, ProblemKind::HeadMismatch),
+        ]
+    );
+}
+
+#[test]
+fn a_chain_whose_rows_are_all_deleted_is_found_from_its_head() {
+    let (_dir, store, raw, _clock) = logged(2);
+    store.set_secret(B, "b", b"v", None).unwrap();
+    raw.execute(&format!("DELETE FROM audit_events WHERE chain = '{B}'"));
+    let problems: Vec<(String, i64, ProblemKind, i64)> = store
+        .verify_audit_log()
+        .unwrap()
+        .problems
+        .into_iter()
+        .map(|p| (p.chain, p.seq, p.kind, p.missing))
+        .collect();
+    assert_eq!(problems, [(B.to_string(), 1, ProblemKind::Truncated, 1)]);
+}
+
+#[test]
+fn pruning_moves_each_chains_anchor_and_records_it_in_that_chain() {
+    let (_dir, store, raw, clock) = logged(4);
+    for i in 0..3 {
+        store.set_secret(B, &format!("b{i}"), b"v", None).unwrap();
+        clock.advance(1_000);
+    }
+    // Now is T + 7s: A's rows are at T..T + 3s, B's at T + 4s..T + 6s. Older than T + 4.5s:
+    // all of A's and B's first.
+    let pruned = store
+        .prune_audit_log(Duration::from_millis(2_500), 100)
+        .unwrap();
+    assert_eq!((pruned.rows, pruned.batches), (5, 2));
+    let report = store.verify_audit_log().unwrap();
+    assert!(report.is_intact(), "{:?}", report.problems);
+    assert_eq!(report.chains, 2);
+    assert_eq!(pruned.anchor_seq, 4 + 1);
+    let prunes = |c: &str| {
+        let sql =
+            format!("SELECT {c} FROM audit_events WHERE action = 'audit.prune' ORDER BY chain");
+        backend::query_strings(&raw.0, &sql)
+    };
+    assert_eq!(prunes("chain"), [A, B]);
+    assert_eq!(
+        prunes("target"),
+        ["audit events 1..=4", "audit events 1..=1"]
+    );
 }

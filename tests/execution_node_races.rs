@@ -126,6 +126,16 @@ fn node_child() {
                 println!("RESULT refused");
             }
         }
+        // Secrets set in an account of the node's own: each is recorded on that account's chain.
+        part if part.starts_with("secrets ") => {
+            let account = format!("acct-node-{}", part.split(' ').nth(1).unwrap());
+            for i in 0..15 {
+                store
+                    .set_secret(&account, &format!("s{i}"), b"v", None)
+                    .unwrap();
+                println!("RESULT set");
+            }
+        }
         "sweeper" => {
             for id in store.boot_sweep(SweepMode::MultiProcess).unwrap() {
                 println!("RESULT requeued {id}");
@@ -285,7 +295,7 @@ fn nodes_appending_to_their_own_sessions_and_to_one_keep_every_seq_contiguous() 
 }
 
 #[test]
-fn nodes_writing_audited_rows_leave_one_chain_that_verifies() {
+fn nodes_writing_audited_rows_leave_chains_that_verify() {
     let _serial = serial();
     let f = fixture();
     let session = f
@@ -300,11 +310,20 @@ fn nodes_writing_audited_rows_leave_one_chain_that_verifies() {
         .unwrap()
         .id;
     let before = f.store.verify_audit_log().unwrap();
-    let part = format!("audit {session}");
-    let results = processes::spawn(&f, "node_child", ROLE, &[part.as_str(); NODES]);
-    let refused = results.iter().flat_map(|(_, l)| l).count();
-    assert_eq!(refused, NODES * 15);
+    // Half the nodes append to A's chain at once; the others each to a chain of their own.
+    let parts: Vec<String> = (0..NODES)
+        .map(|i| match i % 2 {
+            0 => format!("audit {session}"),
+            _ => format!("secrets {i}"),
+        })
+        .collect();
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let results = processes::spawn(&f, "node_child", ROLE, &parts);
+    let written = results.iter().flat_map(|(_, l)| l).count();
+    assert_eq!(written, NODES * 15);
     let after = f.store.verify_audit_log().unwrap();
-    assert_eq!(after.rows, before.rows + refused as u64, "{after:?}");
-    assert_eq!(after.head_seq, before.head_seq + refused as i64);
+    assert!(after.is_intact(), "{:?}", after.problems);
+    assert_eq!(after.rows, before.rows + written as u64, "{after:?}");
+    assert_eq!(after.head_seq, before.head_seq + written as i64);
+    assert_eq!(after.chains, before.chains.max(1) + NODES as u64 / 2);
 }

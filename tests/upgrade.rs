@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The newest version this suite was written for; the per-version tests below cover 0..LATEST.
-const LATEST: u32 = 35;
+const LATEST: u32 = 36;
 
 /// Rows inserted per table by [`fill`]. Every parent gets the same number of rows, and row n of a
 /// child references row n of each parent, so foreign-key columns that are part of a key (e.g.
@@ -441,6 +441,9 @@ fn expected_row(
         } else if c == "key_id" && k < 32 {
             // Version 32 names the key of every encrypted row: the one key there was, key 1.
             Value::Integer(1)
+        } else if c == "chain" && k < 36 {
+            // Version 36: the log written before it is one chain, named ''.
+            text("")
         } else {
             default_of(conn, table, c)
         };
@@ -518,6 +521,18 @@ fn assert_upgraded(k: u32, before: &Snapshot, conn: &Connection) {
     }
     for (table, actual) in &after {
         let expected: Vec<Row> = match before.get(table) {
+            // Version 36 keys the head by chain: the one head there was (id 1, the only row
+            // the store ever wrote) becomes the chain ''.
+            Some(rows) if table == "audit_chain" && k < 36 => rows
+                .iter()
+                .filter(|r| r["id"] == Value::Integer(1))
+                .map(|r| {
+                    let mut head = r.clone();
+                    head.remove("id");
+                    head.insert("chain".into(), text(""));
+                    head
+                })
+                .collect(),
             Some(rows) => {
                 let cols: Vec<String> = table_info(conn, table)
                     .columns
@@ -867,6 +882,7 @@ upgrade_tests! {
     upgrade_from_v32: 32,
     upgrade_from_v33: 33,
     upgrade_from_v34: 34,
+    upgrade_from_v35: 35,
 }
 
 /// A fresh store's baseline is the SCHEMA_SQL the generated module exposes, and equals genesis
@@ -1303,4 +1319,78 @@ fn a_fresh_store_reopens_untouched() {
         );
         assert_eq!(snapshot(&store.conn().unwrap()), before);
     }
+}
+
+/// The hash of an audit row as the log's documented encoding defines it (an oracle beside the
+/// store's own): SHA-256 over the domain, `prev_hash`, seq and at as 8 bytes big-endian, each text
+/// as its 8-byte length and bytes, and `detail` absent as one 0 byte.
+fn audit_hash(prev: &[u8], seq: i64, at: i64, texts: [&str; 6]) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"seed-agents-store audit v1\0");
+    h.update(prev);
+    h.update(seq.to_be_bytes());
+    h.update(at.to_be_bytes());
+    for t in texts {
+        h.update((t.len() as u64).to_be_bytes());
+        h.update(t.as_bytes());
+    }
+    h.update([0]);
+    h.finalize().to_vec()
+}
+
+#[test]
+fn a_log_written_before_version_36_stays_one_chain_and_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v35.sqlite");
+    let conn = build_at(&path, 35);
+    // Three events of two accounts on the one chain version 35 kept, seq 1..=3.
+    let mut prev = vec![0u8; 32];
+    for (seq, account) in [(1, "acct-a"), (2, "acct-b"), (3, "acct-a")] {
+        let texts = [account, account, "secret", "secret.set", "secret s", "ok"];
+        let hash = audit_hash(&prev, seq, T + seq, texts);
+        conn.execute(
+            "INSERT INTO audit_events (seq, at, account_id, actor, kind, action, target, outcome, \
+             detail, prev_hash, hash) VALUES (?1, ?2, ?3, ?3, 'secret', 'secret.set', 'secret s', \
+             'ok', NULL, ?4, ?5)",
+            params![seq, T + seq, account, prev, hash],
+        )
+        .unwrap();
+        prev = hash;
+    }
+    conn.execute(
+        "INSERT INTO audit_chain (id, head_seq, head_hash, anchor_seq, anchor_hash) \
+         VALUES (1, 3, ?1, 0, zeroblob(32))",
+        [&prev],
+    )
+    .unwrap();
+    conn.close().unwrap();
+
+    let store = open_expecting(
+        &path,
+        Outcome::Migrated {
+            from: 35,
+            to: LATEST,
+        },
+    );
+    let report = store.verify_audit_log().unwrap();
+    assert!(report.is_intact(), "{:?}", report.problems);
+    assert_eq!((report.rows, report.chains, report.head_seq), (3, 1, 3));
+    assert_eq!(report.head_hash, hex::encode(&prev));
+    // New events go to their account's chain, from seq 1; the old chain stays as it was.
+    store.set_secret("acct-a", "new", b"v", None).unwrap();
+    let report = store.verify_audit_log().unwrap();
+    assert!(report.is_intact(), "{:?}", report.problems);
+    assert_eq!((report.rows, report.chains, report.head_seq), (4, 2, 4));
+    // The old chain is still checked: an edit there is found, in the chain ''.
+    Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE audit_events SET target = 'secret t' WHERE chain = '' AND seq = 2",
+            [],
+        )
+        .unwrap();
+    let problems = store.verify_audit_log().unwrap().problems;
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!((problems[0].chain.as_str(), problems[0].seq), ("", 2));
 }

@@ -1,13 +1,15 @@
-//! The audit log's hash chain: how a row's hash is computed, how an event is appended at the
-//! head, and how the whole log is verified.
+//! The audit log's hash chains, one per account: how a row's hash is computed, how an event is
+//! appended at its chain's head, and how the whole log is verified.
 //!
 //! Invariant: `hash(row) = SHA-256(DOMAIN || prev_hash || seq || at || account_id || actor ||
 //! kind || action || target || outcome || detail)`, integers as 8 bytes big-endian, texts as
 //! their 8-byte big-endian length then their bytes, `detail` as one byte 0 (absent) or 1 then as a
-//! text. The encoding is unambiguous, so two different rows never hash the same bytes. Row
-//! `seq` chains from row `seq - 1`, the first retained row from the anchor, and the head in
-//! `audit_chain` names the newest row: an edited, moved, deleted or truncated row breaks one of
-//! these links.
+//! text. The encoding is unambiguous, so two different rows never hash the same bytes. A row's
+//! chain is the account it concerns (`''` for the rows written before version 36, one chain
+//! over every account). Row `seq` of a chain chains from row `seq - 1` of the same chain, the
+//! first retained row from the chain's anchor, and the chain's head in `audit_chain` names its
+//! newest row: an edited, moved, deleted or truncated row breaks one of these links. Appends to
+//! different chains touch different rows, so they never wait on each other.
 
 use crate::db::Db;
 use sha2::{Digest, Sha256};
@@ -43,27 +45,29 @@ impl Ends {
     }
 }
 
-/// The chain's ends: the stored row, `None` when there is none.
-pub(crate) fn ends(conn: &Db) -> Result<Option<Ends>> {
-    Ok(
-        query!("SELECT head_seq, head_hash, anchor_seq, anchor_hash FROM audit_chain WHERE id = 1")
-            .fetch_optional(conn)?
-            .map(|r| Ends {
-                head_seq: r.head_seq,
-                head_hash: r.head_hash,
-                anchor_seq: r.anchor_seq,
-                anchor_hash: r.anchor_hash,
-            }),
+/// The ends of `chain`: its stored row, `None` when there is none.
+pub(crate) fn ends(conn: &Db, chain: &str) -> Result<Option<Ends>> {
+    Ok(query!(
+        "SELECT head_seq, head_hash, anchor_seq, anchor_hash FROM audit_chain WHERE chain = ?1",
+        chain
     )
+    .fetch_optional(conn)?
+    .map(|r| Ends {
+        head_seq: r.head_seq,
+        head_hash: r.head_hash,
+        anchor_seq: r.anchor_seq,
+        anchor_hash: r.anchor_hash,
+    }))
 }
 
-/// Stores the chain's ends.
-pub(crate) fn store_ends(conn: &Db, ends: &Ends) -> Result<()> {
+/// Stores the ends of `chain`.
+pub(crate) fn store_ends(conn: &Db, chain: &str, ends: &Ends) -> Result<()> {
     query!(
-        "INSERT INTO audit_chain (id, head_seq, head_hash, anchor_seq, anchor_hash) \
-         VALUES (1, ?1, ?2, ?3, ?4) ON CONFLICT (id) DO UPDATE SET head_seq = excluded.head_seq, \
-         head_hash = excluded.head_hash, anchor_seq = excluded.anchor_seq, \
-         anchor_hash = excluded.anchor_hash",
+        "INSERT INTO audit_chain (chain, head_seq, head_hash, anchor_seq, anchor_hash) \
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (chain) DO UPDATE SET \
+         head_seq = excluded.head_seq, head_hash = excluded.head_hash, \
+         anchor_seq = excluded.anchor_seq, anchor_hash = excluded.anchor_hash",
+        chain,
         ends.head_seq,
         ends.head_hash.as_slice(),
         ends.anchor_seq,
@@ -112,9 +116,11 @@ fn hash(prev_hash: &[u8], f: &Fields<'_>) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// Appends `event` at the head, at time `now`, and moves the head to it.
-pub(crate) fn append(conn: &Db, now: i64, event: &Event<'_>) -> Result<()> {
-    let mut ends = ends(conn)?.unwrap_or_else(Ends::empty);
+/// Appends `event` at the head of `chain`, at time `now`, and moves the head to it. Two appends
+/// to one chain at once (PostgreSQL) both read the same head: the second meets the primary key
+/// `(chain, seq)` and its write runs again.
+pub(crate) fn append(conn: &Db, now: i64, chain: &str, event: &Event<'_>) -> Result<()> {
+    let mut ends = ends(conn, chain)?.unwrap_or_else(Ends::empty);
     let seq = ends.head_seq + 1;
     let fields = Fields {
         seq,
@@ -131,6 +137,7 @@ pub(crate) fn append(conn: &Db, now: i64, event: &Event<'_>) -> Result<()> {
     audit_events::insert(
         conn,
         &audit_events::Row {
+            chain: chain.to_owned(),
             seq,
             at: now,
             account_id: event.account_id.to_string(),
@@ -146,7 +153,7 @@ pub(crate) fn append(conn: &Db, now: i64, event: &Event<'_>) -> Result<()> {
     )?;
     ends.head_seq = seq;
     ends.head_hash = hash.to_vec();
-    store_ends(conn, &ends)
+    store_ends(conn, chain, &ends)
 }
 
 /// What is wrong at one place of the log.
@@ -186,7 +193,10 @@ impl ProblemKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct AuditProblem {
-    /// The seq the finding is about.
+    /// The chain the finding is in: the account it concerns, or `""` for the log written before
+    /// version 36.
+    pub chain: String,
+    /// The seq (within its chain) the finding is about.
     pub seq: i64,
     /// What is wrong there.
     pub kind: ProblemKind,
@@ -225,13 +235,19 @@ impl std::fmt::Display for AuditProblem {
 pub struct AuditReport {
     /// Rows read.
     pub rows: u64,
-    /// The seq the first retained row chains from (0 before any pruning).
+    /// The chains: one per account with events, and `""` for the log written before version 36.
+    pub chains: u64,
+    /// Rows pruned over the log's life: the sum of every chain's anchor seq (0 before any
+    /// pruning). With one chain, the seq its first retained row chains from.
     pub anchor_seq: i64,
-    /// The newest seq the head names (0 for an empty log).
+    /// Rows appended over the log's life: the sum of every chain's head seq (0 for an empty log).
+    /// With one chain, its newest seq.
     pub head_seq: i64,
-    /// The head's hash, hex: keep it elsewhere to detect a log rewritten with fresh hashes.
+    /// The heads' fingerprint, hex: with one chain, its newest row's hash; with several, SHA-256
+    /// over each chain's name, head seq and head hash in chain order. Keep it elsewhere to detect
+    /// a log rewritten with fresh hashes.
     pub head_hash: String,
-    /// What is wrong, in seq order; empty when the log is intact.
+    /// What is wrong, by chain then seq; empty when the log is intact.
     pub problems: Vec<AuditProblem>,
 }
 
@@ -242,24 +258,97 @@ impl AuditReport {
     }
 }
 
-/// Walks the log in seq order, checking every link.
+/// Starts the heads' fingerprint of a log of several chains.
+const HEADS_DOMAIN: &[u8] = b"seed-agents-store audit heads v1\0";
+
+/// One chain being walked: its name, stored ends, and the last link seen.
+struct Walk {
+    chain: String,
+    stored: Option<Ends>,
+    prev_seq: i64,
+    prev_hash: Vec<u8>,
+}
+
+impl Walk {
+    /// Starts walking `chain` from its anchor.
+    fn start(chain: String, stored: Option<Ends>) -> Walk {
+        let from = stored.clone().unwrap_or_else(Ends::empty);
+        Walk {
+            chain,
+            stored,
+            prev_seq: from.anchor_seq,
+            prev_hash: from.anchor_hash,
+        }
+    }
+
+    /// Checks that the chain's head names its last row, once its rows are walked.
+    fn finish(self, problems: &mut Vec<AuditProblem>) {
+        let problem = |seq, kind, missing| AuditProblem {
+            chain: self.chain.clone(),
+            seq,
+            kind,
+            missing,
+        };
+        let Some(ends) = &self.stored else {
+            problems.push(problem(self.prev_seq, ProblemKind::HeadMismatch, 0));
+            return;
+        };
+        if ends.head_seq > self.prev_seq {
+            let missing = ends.head_seq - self.prev_seq;
+            problems.push(problem(self.prev_seq + 1, ProblemKind::Truncated, missing));
+        } else if ends.head_seq != self.prev_seq || ends.head_hash != self.prev_hash {
+            problems.push(problem(self.prev_seq, ProblemKind::HeadMismatch, 0));
+        }
+    }
+}
+
+/// Walks every chain in seq order, checking every link, then every chain's head.
 fn verify(conn: &Db) -> Result<AuditReport> {
-    let stored = ends(conn)?;
-    let ends = stored.clone().unwrap_or_else(Ends::empty);
     let mut problems = Vec::new();
-    let problem = |seq, kind, missing| AuditProblem { seq, kind, missing };
-    let (mut prev_seq, mut prev_hash) = (ends.anchor_seq, ends.anchor_hash.clone());
     let mut rows = 0u64;
-    // Enum columns read as text: a row edited to a value outside their set is a finding.
+    let mut walk: Option<Walk> = None;
+    // Enum columns read as text: a row edited to a value outside their set is a finding. Each
+    // row comes with its chain's stored ends, so a chain's walk starts at its first row.
     query!(
-        "SELECT seq, at, account_id, actor, CAST(kind AS TEXT) AS kind, action, target, \
-         CAST(outcome AS TEXT) AS outcome, detail, prev_hash, hash FROM audit_events ORDER BY seq"
+        "SELECT e.chain AS \"chain!\", e.seq AS \"seq!\", e.at AS \"at!\", \
+         e.account_id AS \"account_id!\", e.actor AS \"actor!\", CAST(e.kind AS TEXT) AS kind, \
+         e.action AS \"action!\", e.target AS \"target!\", CAST(e.outcome AS TEXT) AS outcome, \
+         e.detail, e.prev_hash AS \"prev_hash!\", e.hash AS \"hash!\", c.head_seq, c.head_hash, c.anchor_seq, c.anchor_hash \
+         FROM audit_events AS e LEFT JOIN audit_chain AS c ON c.chain = e.chain \
+         ORDER BY e.chain, e.seq"
     )
     .for_each(conn, |row| {
         rows += 1;
-        if row.seq != prev_seq + 1 {
-            let missing = row.seq - prev_seq - 1;
-            problems.push(problem(prev_seq + 1, ProblemKind::Missing, missing));
+        if walk.as_ref().is_none_or(|w| w.chain != row.chain) {
+            if let Some(done) = walk.take() {
+                done.finish(&mut problems);
+            }
+            let stored = match (row.head_seq, row.head_hash, row.anchor_seq, row.anchor_hash) {
+                (Some(head_seq), Some(head_hash), Some(anchor_seq), Some(anchor_hash)) => {
+                    Some(Ends {
+                        head_seq,
+                        head_hash,
+                        anchor_seq,
+                        anchor_hash,
+                    })
+                }
+                _ => None,
+            };
+            walk = Some(Walk::start(row.chain.clone(), stored));
+        }
+        let Some(w) = walk.as_mut() else {
+            return Ok(());
+        };
+        let mut problem = |seq, kind, missing| {
+            problems.push(AuditProblem {
+                chain: row.chain.clone(),
+                seq,
+                kind,
+                missing,
+            });
+        };
+        if row.seq != w.prev_seq + 1 {
+            problem(w.prev_seq + 1, ProblemKind::Missing, row.seq - w.prev_seq - 1);
         }
         let fields = Fields {
             seq: row.seq,
@@ -273,36 +362,70 @@ fn verify(conn: &Db) -> Result<AuditReport> {
             detail: row.detail.as_deref(),
         };
         if hash(&row.prev_hash, &fields).as_slice() != row.hash {
-            problems.push(problem(row.seq, ProblemKind::Edited, 0));
+            problem(row.seq, ProblemKind::Edited, 0);
         }
-        if row.prev_hash != prev_hash {
-            problems.push(problem(row.seq, ProblemKind::Unchained, 0));
+        if row.prev_hash != w.prev_hash {
+            problem(row.seq, ProblemKind::Unchained, 0);
         }
-        prev_seq = row.seq;
-        prev_hash = row.hash;
+        w.prev_seq = row.seq;
+        w.prev_hash = row.hash;
         Ok(())
     })?;
-    if stored.is_none() && rows > 0 {
-        problems.push(problem(prev_seq, ProblemKind::HeadMismatch, 0));
-    } else if ends.head_seq > prev_seq {
-        let missing = ends.head_seq - prev_seq;
-        problems.push(problem(prev_seq + 1, ProblemKind::Truncated, missing));
-    } else if ends.head_seq != prev_seq || ends.head_hash != prev_hash {
-        problems.push(problem(prev_seq, ProblemKind::HeadMismatch, 0));
+    if let Some(done) = walk.take() {
+        done.finish(&mut problems);
     }
+    // Every head, in chain order: the sums, the fingerprint, and the chains left with no row,
+    // whose head must not name one.
+    let (mut chains, mut anchor_seq, mut head_seq) = (0u64, 0i64, 0i64);
+    let (mut only, mut heads) = (None, Sha256::new());
+    heads.update(HEADS_DOMAIN);
+    query!(
+        "SELECT c.chain, c.head_seq, c.head_hash, c.anchor_seq, c.anchor_hash, \
+         CAST(CASE WHEN EXISTS (SELECT 1 FROM audit_events AS e WHERE e.chain = c.chain) \
+         THEN 0 ELSE 1 END AS INTEGER) AS \"empty!\" \
+         FROM audit_chain AS c ORDER BY c.chain"
+    )
+    .for_each(conn, |c| {
+        chains += 1;
+        anchor_seq += c.anchor_seq;
+        head_seq += c.head_seq;
+        heads.update((c.chain.len() as u64).to_be_bytes());
+        heads.update(c.chain.as_bytes());
+        heads.update(c.head_seq.to_be_bytes());
+        heads.update(&c.head_hash);
+        if c.empty == 1 {
+            let stored = Ends {
+                head_seq: c.head_seq,
+                head_hash: c.head_hash.clone(),
+                anchor_seq: c.anchor_seq,
+                anchor_hash: c.anchor_hash,
+            };
+            Walk::start(c.chain, Some(stored)).finish(&mut problems);
+        }
+        only = Some(c.head_hash);
+        Ok(())
+    })?;
+    // Chains with rows but no head row are findings of the walk, not chains of the count.
+    problems.sort_by(|a, b| (&a.chain, a.seq).cmp(&(&b.chain, b.seq)));
+    let head_hash = match (chains, only) {
+        (1, Some(only)) => hex::encode(only),
+        (0, _) => hex::encode(GENESIS),
+        _ => hex::encode(heads.finalize()),
+    };
     Ok(AuditReport {
         rows,
-        anchor_seq: ends.anchor_seq,
-        head_seq: ends.head_seq,
-        head_hash: hex::encode(&ends.head_hash),
+        chains,
+        anchor_seq,
+        head_seq,
+        head_hash,
         problems,
     })
 }
 
 impl Store {
-    /// Checks the audit log's hash chain from its anchor to its head, in one read snapshot:
-    /// every row's hash, every link, no missing seq, and the head naming the newest row. Never
-    /// writes.
+    /// Checks every chain of the audit log (one per account) from its anchor to its head, in
+    /// one read snapshot: every row's hash, every link, no missing seq, and each head naming its
+    /// chain's newest row. Never writes. Reads row by row: its memory does not grow with the log.
     ///
     /// The chain shows a row edited, deleted, reordered or cut from the end without its hashes
     /// recomputed. Someone able to write the file can also recompute every hash; compare

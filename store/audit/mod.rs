@@ -10,11 +10,13 @@
 //!   inside its own `self.write` closure, so a rolled-back change leaves no event and a committed
 //!   one always has its event. A refusal has no change to commit with, so its event is written
 //!   by a write of its own after the operation failed (`security`);
-//! - the chain: row `seq` holds `prev_hash` = the hash of row `seq - 1` (the anchor for the
-//!   first retained row) and `hash` = SHA-256 over `prev_hash` and the row's fields
-//!   (`chain`); `audit_chain` holds the newest row's seq and hash, updated with every append.
-//!   Appends read and move the head inside the writer's transaction, and the one writer runs one
-//!   operation at a time, so seqs are gapless and the chain never forks;
+//! - the chains, one per account: row `seq` of a chain holds `prev_hash` = the hash of row
+//!   `seq - 1` of the same chain (the anchor for its first retained row) and `hash` = SHA-256
+//!   over `prev_hash` and the row's fields (`chain`); `audit_chain` holds each chain's newest
+//!   seq and hash, updated with every append to it. An append reads and moves its chain's head
+//!   inside the transaction of the change, and `(chain, seq)` is the primary key, so of two
+//!   appends to one chain at once the second runs again: seqs are gapless and a chain never
+//!   forks, while appends of different accounts never wait on each other;
 //! - no event holds a secret value or any part of one: events name secrets, headers and
 //!   providers, never values or configurations, and a decryption failure records the error's
 //!   kind, never the ciphertext.
@@ -84,12 +86,12 @@ impl<'a> Event<'a> {
         self
     }
 
-    /// Appends the event at the chain's head. Call it inside the write transaction of the change
-    /// it records.
+    /// Appends the event at the head of its account's chain. Call it inside the write
+    /// transaction of the change it records.
     ///
     /// # Errors
     /// [`crate::Error::Sqlite`].
     pub(crate) fn record(&self, conn: &Db, now: i64) -> Result<()> {
-        chain::append(conn, now, self)
+        chain::append(conn, now, &self.account_id, self)
     }
 }

@@ -1,15 +1,16 @@
 //! Retention of the audit log, separate from every other retention and off unless called.
 //!
-//! Invariant: pruning removes a prefix of the log (the oldest rows, up to the first one not old
-//! enough), in batches of one transaction each, and in the same transaction moves the chain's
-//! anchor to the last removed row's seq and hash and appends an `audit.prune` event. So the
-//! retained log verifies from its anchor after every batch, and its own shortening is on record.
+//! Invariant: pruning removes a prefix of each chain (its oldest rows, up to the first one not
+//! old enough), in batches of one transaction each, and in the same transaction moves that
+//! chain's anchor to the last removed row's seq and hash and appends an `audit.prune` event to
+//! the chain. So every chain verifies from its anchor after every batch, and its own shortening
+//! is on record in it.
 
 use std::time::Duration;
 
 use crate::db::Db;
 
-use super::chain::{ends, store_ends};
+use super::chain::{append, ends, store_ends};
 use super::{Event, STORE_ACTOR};
 use crate::error::{Error, Result};
 use crate::schema::audit_events::Kind;
@@ -23,20 +24,29 @@ pub struct AuditPruned {
     pub rows: u64,
     /// Batches (transactions) it took.
     pub batches: u64,
-    /// The seq the first retained row now chains from.
+    /// Rows pruned over the log's life: the sum of every chain's anchor seq (with one chain, the
+    /// seq its first retained row now chains from), as [`crate::audit::AuditReport::anchor_seq`].
     pub anchor_seq: i64,
 }
 
-/// Removes one batch: up to `batch_rows` of the oldest rows written before `cutoff`, none past
-/// seq `through`. Returns how many.
-fn prune_batch(conn: &Db, now: i64, cutoff: i64, through: i64, batch_rows: i64) -> Result<u64> {
-    let Some(mut ends) = ends(conn)? else {
+/// Removes one batch of `chain`: up to `batch_rows` of its oldest rows written before `cutoff`,
+/// none past seq `through`. Returns how many.
+fn prune_batch(
+    conn: &Db,
+    now: i64,
+    chain: &str,
+    cutoff: i64,
+    through: i64,
+    batch_rows: i64,
+) -> Result<u64> {
+    let Some(mut ends) = ends(conn, chain)? else {
         return Ok(0);
     };
     // The prefix stops at the first row not old enough, even if later rows are (a clock set
     // back): removing only a prefix keeps the rest chained from one anchor.
     let oldest = query!(
-        "SELECT seq, at, hash FROM audit_events WHERE seq <= ?1 ORDER BY seq LIMIT ?2",
+        "SELECT seq, at, hash FROM audit_events WHERE chain = ?1 AND seq <= ?2 ORDER BY seq LIMIT ?3",
+        chain,
         through,
         batch_rows
     )
@@ -44,28 +54,53 @@ fn prune_batch(conn: &Db, now: i64, cutoff: i64, through: i64, batch_rows: i64) 
     let Some(last) = oldest.iter().take_while(|r| r.at < cutoff).last() else {
         return Ok(0);
     };
-    let removed = query!("DELETE FROM audit_events WHERE seq <= ?1", last.seq).execute(conn)?;
+    let removed = query!(
+        "DELETE FROM audit_events WHERE chain = ?1 AND seq <= ?2",
+        chain,
+        last.seq
+    )
+    .execute(conn)?;
     let first = ends.anchor_seq + 1;
     ends.anchor_seq = last.seq;
     ends.anchor_hash = last.hash.clone();
-    store_ends(conn, &ends)?;
-    Event::done(
-        STORE_ACTOR,
+    store_ends(conn, chain, &ends)?;
+    // The chain of the log before version 36 concerns no one account.
+    let account = if chain.is_empty() { STORE_ACTOR } else { chain };
+    let mut event = Event::done(
+        account,
         Kind::Security,
         "audit.prune",
         format!("audit events {first}..={}", last.seq),
     )
-    .detail(format!("{removed} row(s) older than {cutoff} removed"))
-    .record(conn, now)?;
+    .detail(format!("{removed} row(s) older than {cutoff} removed"));
+    event.actor = STORE_ACTOR;
+    append(conn, now, chain, &event)?;
     Ok(removed as u64)
 }
 
+/// The chain after `after` (in chain order) and its head seq; `None` past the last.
+fn next_chain(conn: &Db, after: Option<&str>) -> Result<Option<(String, i64)>> {
+    // `''` is the least chain, so "after nothing" starts at it inclusive.
+    let rows = match after {
+        None => query!("SELECT chain, head_seq FROM audit_chain ORDER BY chain LIMIT 1")
+            .fetch_optional(conn)?
+            .map(|r| (r.chain, r.head_seq)),
+        Some(after) => query!(
+            "SELECT chain, head_seq FROM audit_chain WHERE chain > ?1 ORDER BY chain LIMIT 1",
+            after
+        )
+        .fetch_optional(conn)?
+        .map(|r| (r.chain, r.head_seq)),
+    };
+    Ok(rows)
+}
+
 impl Store {
-    /// Removes the audit events older than `older_than` (by their `at`), oldest first, at most
-    /// `batch_rows` per transaction so the write lock is never held long. The chain stays
+    /// Removes the audit events older than `older_than` (by their `at`), chain by chain, oldest
+    /// first, at most `batch_rows` per transaction so no lock is held long. Every chain stays
     /// verifiable: each batch moves its anchor to the last removed row. Each batch appends an
-    /// `audit.prune` event (account and actor `store`), so pruning never empties the log.
-    /// Nothing else prunes the audit log: without this call it keeps everything.
+    /// `audit.prune` event to the chain it pruned (actor `store`), so pruning never empties a
+    /// chain. Nothing else prunes the audit log: without this call it keeps everything.
     ///
     /// # Errors
     /// [`Error::Invalid`] (`batch_rows`) for 0; [`Error::Sqlite`] otherwise (the batches
@@ -93,19 +128,28 @@ impl Store {
         }
         let age = i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX);
         let cutoff = self.now_ms().saturating_sub(age);
-        // Only the rows there were when it started: its own `audit.prune` events are newer.
-        let through = ends(&self.reading()?.db())?.map_or(0, |e| e.head_seq);
         let mut pruned = AuditPruned::default();
-        loop {
-            let removed =
-                self.write(|tx, now| prune_batch(tx, now, cutoff, through, i64::from(batch_rows)))?;
-            if removed == 0 {
-                break;
+        let mut after: Option<String> = None;
+        while let Some((chain, through)) = next_chain(&self.reading()?.db(), after.as_deref())? {
+            // Only the rows the chain had when its turn came: its own `audit.prune` events are
+            // newer.
+            loop {
+                let removed = self.write(|tx, now| {
+                    prune_batch(tx, now, &chain, cutoff, through, i64::from(batch_rows))
+                })?;
+                if removed == 0 {
+                    break;
+                }
+                pruned.rows += removed;
+                pruned.batches += 1;
             }
-            pruned.rows += removed;
-            pruned.batches += 1;
+            after = Some(chain);
         }
-        pruned.anchor_seq = ends(&self.reading()?.db())?.map_or(0, |e| e.anchor_seq);
+        pruned.anchor_seq = query!(
+            r#"SELECT CAST(coalesce(sum(anchor_seq), 0) AS INTEGER) AS "pruned!" FROM audit_chain"#
+        )
+        .fetch_one(&self.reading()?.db())?
+        .pruned;
         Ok(pruned)
     }
 }

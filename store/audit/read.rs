@@ -1,7 +1,8 @@
 //! Reading the audit log: pages of events, newest first, filtered by account, kind and time.
 //!
-//! Invariant: a page holds the events strictly before its cursor's seq in `seq DESC` order, so
-//! events appended meanwhile (which get higher seqs) never shift or repeat a page.
+//! Invariant: a page holds the events strictly before its cursor in `(at, chain, seq) DESC`
+//! order, a total order (`(chain, seq)` is the key), so events appended meanwhile, which are
+//! newer, never shift or repeat a page. Seqs count within a chain, so time orders the log.
 
 use sea_query::{Expr, ExprTrait, Order, Query};
 
@@ -23,18 +24,27 @@ pub struct AuditFilter {
     pub until: Option<i64>,
 }
 
-/// The seq a cursor of this listing carries in its `id`.
-fn cursor_seq(cursor: &Cursor) -> Result<i64> {
-    cursor.id.parse().map_err(|_| Error::Invalid {
+/// The cursor of a listed event: its `at`, and `<seq>:<chain>` as its id.
+fn cursor_of(row: &Row) -> (i64, String) {
+    (row.at, format!("{}:{}", row.seq, row.chain))
+}
+
+/// The chain and seq a cursor of this listing carries in its `id`.
+fn cursor_key(cursor: &Cursor) -> Result<(&str, i64)> {
+    let parsed = cursor
+        .id
+        .split_once(':')
+        .and_then(|(seq, chain)| Some((chain, seq.parse().ok()?)));
+    parsed.ok_or_else(|| Error::Invalid {
         field: "after",
         reason: "is not a cursor of the audit log".into(),
     })
 }
 
 impl Store {
-    /// A page of audit events matching `filter`, newest first (`seq DESC`), starting after
-    /// `after` (a cursor from the previous page: its `updated_at` is the event's `at`, its `id`
-    /// the event's seq).
+    /// A page of audit events matching `filter`, newest first (by `at`, then chain and seq),
+    /// starting after `after` (a cursor from the previous page: its `updated_at` is the event's
+    /// `at`, its `id` the event's `<seq>:<chain>`).
     ///
     /// # Errors
     /// [`Error::Invalid`] (`page_size`, or `after` for a cursor of another listing);
@@ -69,6 +79,8 @@ impl Store {
         select
             .columns(Column::ALL.iter().copied())
             .from(Column::Table)
+            .order_by(Column::At, Order::Desc)
+            .order_by(Column::Chain, Order::Desc)
             .order_by(Column::Seq, Order::Desc)
             .limit(u64::from(size) + 1);
         if let Some(account) = &filter.account_id {
@@ -84,9 +96,21 @@ impl Store {
             select.and_where(Expr::col(Column::At).lt(until));
         }
         if let Some(cursor) = after {
-            select.and_where(Expr::col(Column::Seq).lt(cursor_seq(cursor)?));
+            let (chain, seq) = cursor_key(cursor)?;
+            let at = cursor.updated_at;
+            select.and_where(
+                Expr::col(Column::At)
+                    .lt(at)
+                    .or(Expr::col(Column::At).eq(at).and(
+                        Expr::col(Column::Chain)
+                            .lt(chain)
+                            .or(Expr::col(Column::Chain)
+                                .eq(chain)
+                                .and(Expr::col(Column::Seq).lt(seq))),
+                    )),
+            );
         }
         let items: Vec<Row> = self.select(&select)?;
-        Ok(page_of(items, size, |r| (r.at, r.seq.to_string())))
+        Ok(page_of(items, size, cursor_of))
     }
 }

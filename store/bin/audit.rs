@@ -12,7 +12,8 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-/// `audit verify`: walks the chain; exit 4 when it found problems, each naming its seq.
+/// `audit verify`: walks every chain; exit 4 when it found problems, each naming its chain and
+/// seq.
 pub(crate) fn verify(
     out: &mut impl Write,
     path: &Path,
@@ -24,11 +25,12 @@ pub(crate) fn verify(
         let problems: Vec<Value> = r
             .problems
             .iter()
-            .map(|p| json!({ "seq": p.seq, "kind": p.kind.as_str(), "missing": p.missing, "message": p.to_string() }))
+            .map(|p| json!({ "chain": p.chain, "seq": p.seq, "kind": p.kind.as_str(), "missing": p.missing, "message": p.to_string() }))
             .collect();
         let doc = json!({
             "database": path,
             "rows": r.rows,
+            "chains": r.chains,
             "anchor_seq": r.anchor_seq,
             "head_seq": r.head_seq,
             "head_hash": r.head_hash,
@@ -38,16 +40,27 @@ pub(crate) fn verify(
         print_json(out, &doc)?;
     } else {
         writeln!(out, "database: {}", path.display())?;
-        writeln!(
-            out,
-            "audit log: {} row(s), seq {}..={}, head hash {}",
-            r.rows,
-            r.anchor_seq + 1,
-            r.head_seq,
-            r.head_hash
-        )?;
+        if r.chains > 1 {
+            writeln!(
+                out,
+                "audit log: {} row(s) in {} chains (one per account), {} pruned, head hash {}",
+                r.rows, r.chains, r.anchor_seq, r.head_hash
+            )?;
+        } else {
+            writeln!(
+                out,
+                "audit log: {} row(s), seq {}..={}, head hash {}",
+                r.rows,
+                r.anchor_seq + 1,
+                r.head_seq,
+                r.head_hash
+            )?;
+        }
         for p in &r.problems {
-            writeln!(out, "  {p}")?;
+            match p.chain.as_str() {
+                "" => writeln!(out, "  {p} (the log before version 36)")?,
+                chain => writeln!(out, "  {p} (chain of {chain})")?,
+            }
         }
         let result = if r.is_intact() {
             "the chain is intact"
@@ -88,7 +101,7 @@ pub(crate) struct ListArgs {
 
 fn row_json(r: &Row) -> Value {
     json!({
-        "seq": r.seq, "at": r.at, "account_id": r.account_id, "actor": r.actor,
+        "chain": r.chain, "seq": r.seq, "at": r.at, "account_id": r.account_id, "actor": r.actor,
         "kind": r.kind.as_str(), "action": r.action, "target": r.target,
         "outcome": r.outcome.as_str(), "detail": r.detail,
     })

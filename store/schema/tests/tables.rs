@@ -424,9 +424,10 @@ round_trips! {
         update: |r| { r.keep_count = None; },
     );
     audit_events => case!(
-        audit_events, scoped(A, B), key(7), lists[list_by_account_id(), list_by_kind(audit_events::Kind::Secret)],
+        audit_events, scoped(A, B), key(A, 7), lists[list_by_account_id(), list_by_kind(audit_events::Kind::Secret)],
         uniques[],
         row: audit_events::Row {
+            chain: A.into(),
             seq: 7,
             at: T,
             account_id: A.into(),
@@ -445,9 +446,9 @@ round_trips! {
         },
     );
     audit_chain => case!(
-        audit_chain, unscoped, key(1), lists[], uniques[],
+        audit_chain, unscoped, key(A), lists[], uniques[],
         row: audit_chain::Row {
-            id: 1,
+            chain: A.into(),
             head_seq: 7,
             head_hash: vec![1; 32],
             anchor_seq: 0,
