@@ -89,7 +89,9 @@ fn plain_set_secret(conn: &mut Connection, now: i64, audited: bool) {
         .unwrap();
     if audited {
         let (seq, prev): (i64, Vec<u8>) = tx
-            .prepare_cached("SELECT head_seq, head_hash FROM audit_chain WHERE id = 1")
+            .prepare_cached(
+                "SELECT head_seq, head_hash FROM audit_chain WHERE chain = 'acct-plain'",
+            )
             .unwrap()
             .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
             .unwrap();
@@ -99,17 +101,19 @@ fn plain_set_secret(conn: &mut Connection, now: i64, audited: bool) {
         h.update(b"acct-plain acct-plain secret secret.set secret key ok");
         let hash = h.finalize().to_vec();
         tx.prepare_cached(
-            "INSERT INTO audit_events (seq, at, account_id, actor, kind, action, target, outcome, \
-             prev_hash, hash) VALUES (?1, ?2, 'acct-plain', 'acct-plain', 'secret', 'secret.set', \
-             'secret key', 'ok', ?3, ?4)",
+            "INSERT INTO audit_events (chain, seq, at, account_id, actor, kind, action, target, \
+             outcome, prev_hash, hash) VALUES ('acct-plain', ?1, ?2, 'acct-plain', 'acct-plain', \
+             'secret', 'secret.set', 'secret key', 'ok', ?3, ?4)",
         )
         .unwrap()
         .execute(params![seq + 1, now, prev, hash])
         .unwrap();
-        tx.prepare_cached("UPDATE audit_chain SET head_seq = ?1, head_hash = ?2 WHERE id = 1")
-            .unwrap()
-            .execute(params![seq + 1, hash])
-            .unwrap();
+        tx.prepare_cached(
+            "UPDATE audit_chain SET head_seq = ?1, head_hash = ?2 WHERE chain = 'acct-plain'",
+        )
+        .unwrap()
+        .execute(params![seq + 1, hash])
+        .unwrap();
     }
     tx.commit().unwrap();
 }
