@@ -196,6 +196,8 @@ pub(crate) enum LockedRow {
     Session,
     /// A run (`runs.id`): its journal's seqs.
     Run,
+    /// An audit chain's head (`audit_chain.chain`): its seqs.
+    AuditChain,
 }
 
 /// Hands each row of a SQLite statement to `f` until it returns `false`.

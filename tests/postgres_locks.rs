@@ -1,7 +1,8 @@
 //! Which writes wait for which on PostgreSQL, on a real server. No write takes a store-wide
 //! lock: an append holds its session's row lock, a journal append its run's, a claim skips the
-//! runs other claimers hold, and a claim with a cap on a kind waits only for capped claims of
-//! that kind. Everything else runs `SERIALIZABLE` and waits for nobody's lock.
+//! runs other claimers hold, a claim with a cap on a kind waits only for capped claims of that
+//! kind, and an audited write holds its account's audit chain head. Everything else runs
+//! `SERIALIZABLE` and waits for nobody's lock.
 //!
 //! Another node in the middle of a write is played by a plain client holding the lock such a
 //! write holds, by the rule the store documents (`store/postgres/`); a test that waits watches
@@ -183,6 +184,48 @@ fn an_append_waits_only_for_appends_to_its_own_session_or_run() {
     append.commit().unwrap();
     assert_eq!(same.recv().unwrap().unwrap().seq, 1);
     assert_eq!(same_journal.recv().unwrap().unwrap(), 1);
+}
+
+/// An audited write holds its account's chain head: another account's audited writes go
+/// through, the same account's wait, then append after it with the next seq.
+#[test]
+fn an_audited_write_waits_only_for_its_own_accounts_chain() {
+    let Some(db) = TempDb::new("locks_audit") else {
+        return;
+    };
+    let store = Store::open(&db.url).unwrap();
+    for account in ["acct-a", "acct-b"] {
+        store.set_secret(account, "first", b"v", None).unwrap();
+    }
+
+    // Another node, half way through an audited write of acct-a.
+    let mut node = db.client();
+    let mut audited = node.transaction().unwrap();
+    audited
+        .execute(
+            "SELECT 1 FROM audit_chain WHERE chain = $1 FOR UPDATE",
+            &[&"acct-a"],
+        )
+        .unwrap();
+
+    let other = {
+        let store = store.clone();
+        start(move || store.set_secret("acct-b", "second", b"v", None))
+    };
+    went_through(other, "another account's audited write").unwrap();
+    let same = {
+        let store = store.clone();
+        start(move || store.set_secret("acct-a", "second", b"v", None))
+    };
+    let mut watcher = db.client();
+    await_waiters(&mut watcher, 1);
+    assert!(same.try_recv().is_err());
+
+    audited.commit().unwrap();
+    same.recv().unwrap().unwrap();
+    let report = store.verify_audit_log().unwrap();
+    assert!(report.is_intact(), "{:?}", report.problems);
+    assert_eq!((report.chains, report.rows, report.head_seq), (2, 4, 4));
 }
 
 /// A claim takes the next run when another node holds the first, and waits for another node's

@@ -11,7 +11,7 @@
 //! newest row: an edited, moved, deleted or truncated row breaks one of these links. Appends to
 //! different chains touch different rows, so they never wait on each other.
 
-use crate::db::Db;
+use crate::db::{Db, LockedRow};
 use sha2::{Digest, Sha256};
 
 use super::Event;
@@ -116,10 +116,12 @@ fn hash(prev_hash: &[u8], f: &Fields<'_>) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// Appends `event` at the head of `chain`, at time `now`, and moves the head to it. Two appends
-/// to one chain at once (PostgreSQL) both read the same head: the second meets the primary key
-/// `(chain, seq)` and its write runs again.
+/// Appends `event` at the head of `chain`, at time `now`, and moves the head to it. On
+/// PostgreSQL the head's row is locked first, so appends to one chain take turns on it (and a
+/// `SERIALIZABLE` one that waited runs again); two first appends to a chain, which have no head
+/// to lock yet, meet the primary key `(chain, seq)` instead, and the second runs again.
 pub(crate) fn append(conn: &Db, now: i64, chain: &str, event: &Event<'_>) -> Result<()> {
+    conn.lock_row(LockedRow::AuditChain, chain)?;
     let mut ends = ends(conn, chain)?.unwrap_or_else(Ends::empty);
     let seq = ends.head_seq + 1;
     let fields = Fields {

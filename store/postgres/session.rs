@@ -248,6 +248,7 @@ impl Session {
         let sql = match row {
             LockedRow::Session => r#"SELECT 1 FROM "sessions" WHERE "id" = $1 FOR UPDATE"#,
             LockedRow::Run => r#"SELECT 1 FROM "runs" WHERE "id" = $1 FOR UPDATE"#,
+            LockedRow::AuditChain => r#"SELECT 1 FROM "audit_chain" WHERE "chain" = $1 FOR UPDATE"#,
         };
         self.execute_later(sql, &[&id])
     }
