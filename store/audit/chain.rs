@@ -46,7 +46,7 @@ impl Ends {
 }
 
 /// The ends of `chain`: its stored row, `None` when there is none.
-pub(crate) fn ends(conn: &Db, chain: &str) -> Result<Option<Ends>> {
+fn ends(conn: &Db, chain: &str) -> Result<Option<Ends>> {
     Ok(query!(
         "SELECT head_seq, head_hash, anchor_seq, anchor_hash FROM audit_chain WHERE chain = ?1",
         chain
@@ -61,7 +61,7 @@ pub(crate) fn ends(conn: &Db, chain: &str) -> Result<Option<Ends>> {
 }
 
 /// Stores the ends of `chain`.
-pub(crate) fn store_ends(conn: &Db, chain: &str, ends: &Ends) -> Result<()> {
+fn store_ends(conn: &Db, chain: &str, ends: &Ends) -> Result<()> {
     query!(
         "INSERT INTO audit_chain (chain, head_seq, head_hash, anchor_seq, anchor_hash) \
          VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (chain) DO UPDATE SET \
@@ -116,13 +116,30 @@ fn hash(prev_hash: &[u8], f: &Fields<'_>) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// Appends `event` at the head of `chain`, at time `now`, and moves the head to it. On
-/// PostgreSQL the head's row is locked first, so appends to one chain take turns on it (and a
-/// `SERIALIZABLE` one that waited runs again); two first appends to a chain, which have no head
+/// The ends of `chain`, its head row locked until the write ends (on PostgreSQL, so that writes
+/// to one chain take turns; a no-op on SQLite, whose writes run one at a time).
+pub(crate) fn locked_ends(conn: &Db, chain: &str) -> Result<Option<Ends>> {
+    conn.lock_row(LockedRow::AuditChain, chain)?;
+    ends(conn, chain)
+}
+
+/// Appends `event` at the head of `chain`, at time `now`, and moves the head to it. Appends to
+/// one chain take turns on its head's row lock; two first appends to a chain, which have no head
 /// to lock yet, meet the primary key `(chain, seq)` instead, and the second runs again.
 pub(crate) fn append(conn: &Db, now: i64, chain: &str, event: &Event<'_>) -> Result<()> {
-    conn.lock_row(LockedRow::AuditChain, chain)?;
-    let mut ends = ends(conn, chain)?.unwrap_or_else(Ends::empty);
+    let ends = locked_ends(conn, chain)?.unwrap_or_else(Ends::empty);
+    append_at(conn, now, chain, ends, event)
+}
+
+/// Appends `event` after the head in `ends` (read with [`locked_ends`] in this write), then
+/// stores `ends` with the head moved to it: its anchor too, as the caller left it.
+pub(crate) fn append_at(
+    conn: &Db,
+    now: i64,
+    chain: &str,
+    mut ends: Ends,
+    event: &Event<'_>,
+) -> Result<()> {
     let seq = ends.head_seq + 1;
     let fields = Fields {
         seq,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::db::Db;
 
-use super::chain::{append, ends, store_ends};
+use super::chain::{append_at, locked_ends};
 use super::{Event, STORE_ACTOR};
 use crate::error::{Error, Result};
 use crate::schema::audit_events::Kind;
@@ -39,7 +39,7 @@ fn prune_batch(
     through: i64,
     batch_rows: i64,
 ) -> Result<u64> {
-    let Some(mut ends) = ends(conn, chain)? else {
+    let Some(mut ends) = locked_ends(conn, chain)? else {
         return Ok(0);
     };
     // The prefix stops at the first row not old enough, even if later rows are (a clock set
@@ -63,7 +63,6 @@ fn prune_batch(
     let first = ends.anchor_seq + 1;
     ends.anchor_seq = last.seq;
     ends.anchor_hash = last.hash.clone();
-    store_ends(conn, chain, &ends)?;
     // The chain of the log before version 36 concerns no one account.
     let account = if chain.is_empty() { STORE_ACTOR } else { chain };
     let mut event = Event::done(
@@ -74,7 +73,8 @@ fn prune_batch(
     )
     .detail(format!("{removed} row(s) older than {cutoff} removed"));
     event.actor = STORE_ACTOR;
-    append(conn, now, chain, &event)?;
+    // The event's append stores the moved anchor with the new head.
+    append_at(conn, now, chain, ends, &event)?;
     Ok(removed as u64)
 }
 
