@@ -18,7 +18,7 @@ suites=(
   execution_triggers execution_ts_waits execution_waits
   maintenance_prune audit_chain audit_events account_isolation
   tools_continuations tools_documents tools_drafts tools_mcp
-  async_store example_server
+  async_store example_server feed
 )
 args=()
 for s in "${suites[@]}"; do args+=(--test "$s"); done

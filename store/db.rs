@@ -9,11 +9,15 @@ use crate::error::{Error, Result};
 use rusqlite::types::{ToSql, ValueRef};
 use rusqlite::Connection;
 
+use crate::feed::topic::{Notes, Topic};
+
 /// A connection inside the frame the caller set up (a write transaction, a read snapshot, or a
 /// plain read): what [`crate::Query`] and every operation run their statements on.
 #[derive(Clone, Copy)]
 pub struct Db<'a> {
     inner: Inner<'a>,
+    /// Where a write frame collects the topics to wake after its commit (none on reads).
+    notes: Option<&'a Notes>,
 }
 
 #[derive(Clone, Copy)]
@@ -38,6 +42,7 @@ impl<'a> Db<'a> {
     pub fn sqlite(conn: &'a Connection) -> Db<'a> {
         Db {
             inner: Inner::Sqlite(conn),
+            notes: None,
         }
     }
 
@@ -46,6 +51,43 @@ impl<'a> Db<'a> {
     pub(crate) fn postgres(session: &'a crate::postgres::Session) -> Db<'a> {
         Db {
             inner: Inner::Postgres(session),
+            notes: None,
+        }
+    }
+
+    /// This connection inside a write frame that publishes `notes` once it commits.
+    pub(crate) fn noting(self, notes: &'a Notes) -> Db<'a> {
+        Db {
+            notes: Some(notes),
+            ..self
+        }
+    }
+
+    /// Wakes the subscribers of `topic` once this write commits: in this process through the
+    /// frame (which publishes after the commit), on PostgreSQL also every other node, through a
+    /// `NOTIFY` in this transaction (PostgreSQL delivers it at the commit, never before the row
+    /// is visible). Outside a write frame it does nothing.
+    pub(crate) fn notify(&self, topic: Topic) -> Result<()> {
+        let Some(notes) = self.notes else {
+            return Ok(());
+        };
+        if notes.borrow().contains(&topic) {
+            return Ok(());
+        }
+        #[cfg(feature = "postgres")]
+        if let Inner::Postgres(session) = self.inner {
+            session.execute_later(crate::feed::topic::NOTIFY, &[&topic.payload()])?;
+        }
+        notes.borrow_mut().push(topic);
+        Ok(())
+    }
+
+    /// Wakes this process's subscribers of `topic` once this write commits, for a statement
+    /// that notified the other nodes itself.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn notified(&self, topic: Topic) {
+        if let Some(notes) = self.notes {
+            notes.borrow_mut().push(topic);
         }
     }
 

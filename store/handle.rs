@@ -19,6 +19,7 @@ use crate::clock::Clock;
 use crate::commit::{Bounds, CommitStats, Writer};
 use crate::db::{Db, Executor};
 use crate::error::{self, Result};
+use crate::feed::hub::Hub;
 use crate::keys::KeyProvider;
 use crate::migrate::Outcome;
 use crate::pool::{Opener, Pool, Reader};
@@ -64,6 +65,19 @@ struct Shared {
     outcome: Outcome,
     clock: Arc<dyn Clock>,
     keys: Arc<dyn KeyProvider>,
+    /// Who waits for which commits ([`crate::feed`]).
+    feed: Hub,
+}
+
+/// A [`Store`] that does not keep it open: its background threads end with the last handle.
+#[derive(Debug, Clone)]
+pub(crate) struct WeakStore(std::sync::Weak<Shared>);
+
+impl WeakStore {
+    /// The store, while some handle still holds it.
+    pub(crate) fn upgrade(&self) -> Option<Store> {
+        self.0.upgrade().map(|shared| Store { shared })
+    }
 }
 
 /// The connections of the backend that holds the store.
@@ -142,6 +156,7 @@ impl Store {
                 outcome,
                 clock,
                 keys,
+                feed: Hub::default(),
             }),
         })
     }
@@ -164,6 +179,7 @@ impl Store {
                 outcome,
                 clock,
                 keys,
+                feed: Hub::default(),
             }),
         }
     }
@@ -283,6 +299,16 @@ impl Store {
                 Ok(Reading::Postgres(Box::new(lease)))
             }
         }
+    }
+
+    /// Who waits for which commits.
+    pub(crate) fn feed(&self) -> &Hub {
+        &self.shared.feed
+    }
+
+    /// A handle that does not keep the store open (for its own background threads).
+    pub(crate) fn downgrade(&self) -> WeakStore {
+        WeakStore(Arc::downgrade(&self.shared))
     }
 
     /// The PostgreSQL pool, when the store is on PostgreSQL.

@@ -62,6 +62,7 @@ mod db;
 mod dynamic;
 mod error;
 mod execution;
+pub mod feed;
 pub mod gate;
 mod handle;
 pub mod ids;
@@ -104,7 +105,7 @@ extern crate self as seed_agents_store;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 #[cfg(feature = "tokio")]
-pub use asynchronous::AsyncStore;
+pub use asynchronous::{AsyncRunWaiter, AsyncStore, EventStream, JournalStream};
 pub use commit::CommitStats;
 pub use handle::{Durability, Reading, Store};
 pub use migrate::{EmbeddedMigration, Outcome, Progress};

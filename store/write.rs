@@ -15,10 +15,14 @@
 //! ([`Store::write_locking`]: appends, claims) run `READ COMMITTED` and lock the rows their
 //! invariants depend on themselves ([`Db::lock_row`], `FOR UPDATE SKIP LOCKED`), so that
 //! writes to different sessions and runs neither wait for nor abort each other.
+//!
+//! The topics a write touched ([`Db::notify`]) are published to the store's subscribers only
+//! after its commit returned, and only for the run of the operation that committed.
 
 use std::time::{Duration, Instant};
 
 use crate::db::{Db, Isolation};
+use crate::feed::topic::Notes;
 
 use crate::error::Result;
 use crate::Store;
@@ -31,6 +35,12 @@ impl Store {
         isolation: Isolation,
         mut op: impl FnMut(&Db, i64) -> Result<T>,
     ) -> Result<T> {
+        // The topics of the run that committed: each run (a retry included) notes its own.
+        let notes = Notes::default();
+        let mut noted = |db: Db, now| {
+            notes.borrow_mut().clear();
+            op(&db.noting(&notes), now)
+        };
         #[cfg(feature = "postgres")]
         if let Some(pool) = self.postgres() {
             if self.is_read_only() {
@@ -39,13 +49,18 @@ impl Store {
                     detail: "the store was opened read-only".into(),
                 });
             }
-            return pool.write(isolation, |session| {
-                op(&Db::postgres(session), self.now_ms())
-            });
+            let value = pool.write(isolation, |session| {
+                noted(Db::postgres(session), self.now_ms())
+            })?;
+            self.feed().publish(notes.borrow().iter());
+            return Ok(value);
         }
         let _ = isolation; // SQLite runs every write alone.
-        self.sqlite_writer()?
-            .run(|conn| op(&Db::sqlite(conn), self.now_ms()))
+        let value = self
+            .sqlite_writer()?
+            .run(|conn| noted(Db::sqlite(conn), self.now_ms()))?;
+        self.feed().publish(notes.borrow().iter());
+        Ok(value)
     }
 
     /// Runs `op` in one write transaction with the current time (epoch milliseconds), committing
@@ -91,8 +106,13 @@ impl Store {
             return self.write_locking(op);
         }
         let clock = self.clock().clone();
-        self.sqlite_writer()?
-            .run_owned(move |conn| op(&Db::sqlite(conn), clock.now_ms()))
+        let (value, notes) = self.sqlite_writer()?.run_owned(move |conn| {
+            let notes = Notes::default();
+            let value = op(&Db::sqlite(conn).noting(&notes), clock.now_ms())?;
+            Ok((value, notes.into_inner()))
+        })?;
+        self.feed().publish(notes.iter());
+        Ok(value)
     }
 
     /// [`Store::write`], also returning how long the write took from asking for the writer to

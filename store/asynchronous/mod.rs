@@ -11,6 +11,7 @@
 mod audit;
 mod conversation;
 mod execution;
+mod feed;
 mod maintenance;
 mod tools;
 
@@ -26,6 +27,8 @@ use crate::handle::Durability;
 use crate::migrate::Outcome;
 use crate::open::OpenOptions;
 use crate::Store;
+
+pub use feed::{AsyncRunWaiter, EventStream, JournalStream};
 
 /// Generates the async counterpart of each sync operation from its signature, written as in
 /// the sync `impl Store` without `&self` and with the `Ok` type as the return type. Each method

@@ -23,6 +23,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::db::Db;
+use crate::feed::topic::Topic;
 
 use crate::error::{Error, Result};
 use crate::query;
@@ -70,7 +71,8 @@ pub fn delete_session(conn: &Db, account_id: &str, session_id: &str) -> Result<(
     )
     .execute(conn)?;
     sessions::delete(conn, account_id, session_id)?;
-    Ok(())
+    // Its followers end.
+    conn.notify(Topic::Session(session_id.to_owned()))
 }
 
 /// Deletes the agent `agent_id` of `account_id` and everything it owns inside the caller's
@@ -111,7 +113,8 @@ pub fn delete_agent_rows(
     }
     // Each statement takes the agent id as ?1; sets of the agent's sessions, firings and
     // triggers are subqueries so that nothing is read into memory.
-    // 1. The Log of every session of the agent.
+    // 1. The Log of every session of the agent; their followers end.
+    conn.notify(Topic::Sessions)?;
     query!(
         "DELETE FROM session_events WHERE session_id IN (SELECT id FROM sessions WHERE agent_id = ?1)",
         agent_id

@@ -32,6 +32,7 @@
 use std::borrow::Cow;
 
 use crate::db::{Db, LockedRow};
+use crate::feed::topic::Topic;
 
 use crate::cbor::Cbor;
 use crate::check::invalid;
@@ -187,6 +188,7 @@ fn append_encoded(
         what: "session",
         id: session_id.into(),
     })?;
+    conn.notify(Topic::Session(session_id.to_owned()))?;
     let agent_id = session.agent_id;
     let top_level = session.top_level.is_some_and(|t| t != 0);
     let seq = session.seq.unwrap_or(1);

@@ -16,6 +16,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::db::{Db, LockedRow};
+use crate::feed::topic::Topic;
 
 use crate::cbor::Cbor;
 use crate::error::{Error, Result};
@@ -36,11 +37,12 @@ pub const JOURNAL_CAP_CODE: &str = "journal-cap";
 pub const JOURNAL_CAP_MESSAGE: &str =
     "Workflow journal cap reached; split the work into smaller workflows";
 
-/// A run's journal size: entries and bytes. ?1 run.
+/// A run's journal size: entries and bytes, and its tree's root (whose subscribers an append
+/// wakes). ?1 run.
 macro_rules! journal_size_query {
     ($run:expr) => {
         query!(
-            "SELECT CAST(count(*) AS INTEGER) AS entries, CAST(coalesce(sum(length(entry_cbor)), 0) AS INTEGER) AS bytes FROM run_journal WHERE run_id = ?1",
+            "SELECT (SELECT r.root_run_id FROM runs r WHERE r.id = ?1) AS \"root?\", CAST(count(*) AS INTEGER) AS entries, CAST(coalesce(sum(length(entry_cbor)), 0) AS INTEGER) AS bytes FROM run_journal WHERE run_id = ?1",
             $run
         )
     };
@@ -103,6 +105,9 @@ pub(crate) fn append_in_tx(
 ) -> Result<Appended> {
     let entry_cbor = Cbor::encode(entry)?;
     let size = journal_size_query!(run_id).fetch_one(conn)?;
+    if let Some(root) = size.root {
+        conn.notify(Topic::RunTree(root))?;
+    }
     // An aggregate without GROUP BY always returns one row, never NULL here.
     let (entries, bytes) = (size.entries.unwrap_or(0), size.bytes.unwrap_or(0));
     let size = i64::try_from(entry_cbor.as_bytes().len()).unwrap_or(i64::MAX);

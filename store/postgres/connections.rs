@@ -153,9 +153,8 @@ impl Drop for Runtime {
     }
 }
 
-/// The pool of at most `max` connections to `url`, each bounded by `bounds`. Connections open
-/// as they are first needed; waiting for one longer than `bounds.lock` fails `Busy`.
-pub(crate) fn pool(url: &str, name: &str, max: usize, bounds: Bounds) -> Result<Pool> {
+/// The settings every connection of a store opens with: `url`'s, bounded by `bounds`.
+pub(crate) fn config(url: &str, name: &str, bounds: Bounds) -> Result<tokio_postgres::Config> {
     let fail = |source| Error::Postgres {
         database: name.to_string(),
         source,
@@ -176,6 +175,18 @@ pub(crate) fn pool(url: &str, name: &str, max: usize, bounds: Bounds) -> Result<
         .keepalives_idle(bounds.keepalive)
         .keepalives_interval((bounds.keepalive / 3).max(Duration::from_secs(1)))
         .keepalives_retries(3);
+    Ok(config)
+}
+
+/// The pool of at most `max` connections opened with `config`, each bounded by `bounds`.
+/// Connections open as they are first needed; waiting for one longer than `bounds.lock` fails
+/// `Busy`.
+pub(crate) fn pool(
+    config: tokio_postgres::Config,
+    name: &str,
+    max: usize,
+    bounds: Bounds,
+) -> Result<Pool> {
     let manager = Manager::from_config(
         config,
         tokio_postgres::NoTls,

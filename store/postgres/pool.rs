@@ -33,6 +33,8 @@ pub(crate) struct Pool {
     /// Runs this store claimed that have neither a parent nor a session (by id and attempt):
     /// their finalize can be one statement. A hint only, bounded: the statement checks again.
     roots: std::sync::Mutex<std::collections::HashSet<(String, i64)>>,
+    /// What every connection opens with.
+    config: tokio_postgres::Config,
 }
 
 /// How many claimed root runs [`Pool::claimed_root`] remembers at most (a worker that never
@@ -53,7 +55,8 @@ impl Pool {
     /// session bounded by `bounds`. Nothing connects yet.
     pub(crate) fn new(url: &str, name: &str, max: usize, bounds: Bounds) -> Result<Pool> {
         let runtime = Runtime::start(name)?;
-        let connections = connections::pool(url, name, max, bounds)?;
+        let config = connections::config(url, name, bounds)?;
+        let connections = connections::pool(config.clone(), name, max, bounds)?;
         Ok(Pool {
             connections,
             shared: Arc::new(Shared::new(runtime, Arc::from(name))),
@@ -61,7 +64,18 @@ impl Pool {
             synchronous: AtomicBool::new(true),
             bounds,
             roots: std::sync::Mutex::new(std::collections::HashSet::new()),
+            config,
         })
+    }
+
+    /// The settings the store's connections open with (for its listening connection).
+    pub(crate) fn config(&self) -> &tokio_postgres::Config {
+        &self.config
+    }
+
+    /// The database, its URL without a password, for messages.
+    pub(crate) fn name(&self) -> &str {
+        &self.shared.name
     }
 
     /// Makes every write's commit wait for the disk (`true`, the default) or not.

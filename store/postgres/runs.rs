@@ -64,7 +64,8 @@ pub(crate) fn claim_next(
 
 /// Ends the run under `claim` with a terminal `status` in one statement, outside a
 /// transaction, when it is a root run without a session (nothing else to lock, roll up or
-/// mirror): the fenced update and the deletion of its waits. `None` when the statement
+/// mirror): the fenced update, the deletion of its waits, and the notification that its
+/// kind's cap has room again (delivered at the statement's commit). `None` when the statement
 /// matched nothing: the lease moved, or the run has a parent or a session after all, and the
 /// caller takes the general path, which says which.
 pub(crate) fn end_root_run(
@@ -85,8 +86,10 @@ pub(crate) fn end_root_run(
                AND status IN ('claimed', 'running') \
                AND parent_run_id IS NULL AND session_id IS NULL RETURNING {0}), \
              waits AS (DELETE FROM run_event_waits WHERE run_id IN (SELECT id FROM ended)) \
-             SELECT {0} FROM ended",
-            runs::COLUMN_LIST
+             SELECT {0} FROM ended CROSS JOIN LATERAL (SELECT pg_notify('{1}', '{2}')) AS woke",
+            runs::COLUMN_LIST,
+            crate::feed::topic::CHANNEL,
+            crate::feed::topic::Topic::Runs.payload(),
         )
     });
     let mut ended = None;

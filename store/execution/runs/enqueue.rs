@@ -11,6 +11,7 @@ use super::{ContinueAsNew, NewRun};
 use crate::cbor::Cbor;
 use crate::check::{invalid, non_empty};
 use crate::error::{Error, Result};
+use crate::feed::topic::Topic;
 use crate::ids::new_id;
 use crate::lease::{fence, Claim};
 use crate::schema::runs::{self, Status};
@@ -135,6 +136,7 @@ impl Store {
                 updated_at: now,
             };
             runs::insert(tx, &row)?;
+            tx.notify(Topic::Runs)?;
             if let Some(session) = &row.session_id {
                 mirror_session(tx, &row.account_id, session)?;
             }
@@ -183,6 +185,7 @@ impl Store {
             };
             // The successor goes in first, so the session never looks idle in between.
             runs::insert(tx, &successor)?;
+            tx.notify(Topic::Runs)?;
             terminate(
                 tx,
                 &mut row,

@@ -12,6 +12,7 @@ use super::queries::{end_run_query, tree_members_query};
 use super::{backoff_ms, CancelReport, Finalized, RunOutcome, BACKOFF_JITTER_MS};
 use crate::cbor::Cbor;
 use crate::error::Result;
+use crate::feed::topic::Topic;
 use crate::lease::{fence, locked_run, Claim};
 use crate::payload::{RunErrorInfo, RunUsage};
 use crate::schema::runs::{self, Status};
@@ -67,14 +68,18 @@ impl Store {
             if pool.take_root(&claim.run_id, claim.attempt) {
                 let ended = self.write_statement(|tx, now| {
                     let session = tx.as_postgres().expect("a PostgreSQL store");
-                    crate::postgres::end_root_run(
+                    let ended = crate::postgres::end_root_run(
                         session,
                         claim,
                         status,
                         output.as_ref().map(|c| c.as_bytes()),
                         error.as_ref().map(|c| c.as_bytes()),
                         now,
-                    )
+                    )?;
+                    if ended.is_some() {
+                        tx.notified(Topic::Runs);
+                    }
+                    Ok(ended)
                 })?;
                 if let Some(row) = ended {
                     return Ok(Finalized::Finished(row));
@@ -138,6 +143,7 @@ impl Store {
             row.not_before = Some(now + backoff_ms(row.attempt) + jitter);
             row.updated_at = now;
             runs::update(tx, &row)?;
+            tx.notify(Topic::Runs)?;
             delete_waits(tx, &claim.run_id)?;
             if let Some(session) = &row.session_id {
                 mirror_session(tx, &claim.account_id, session)?;

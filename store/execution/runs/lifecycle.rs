@@ -14,6 +14,7 @@ use crate::db::{Db, LockedRow};
 
 use crate::cbor::Cbor;
 use crate::error::{Error, Result};
+use crate::feed::topic::Topic;
 use crate::lease::{fence, lock_run, Claim};
 use crate::payload::{Ipld, OpenMap, RunErrorInfo, RunOutput, RunUsage, RunWait};
 use crate::query;
@@ -67,6 +68,7 @@ pub(crate) fn requeue_waiting(conn: &Db, row: &mut runs::Row, now: i64) -> Resul
     row.lease_expires_at = None;
     row.updated_at = now;
     runs::update(conn, row)?;
+    conn.notify(Topic::Runs)?;
     if let Some(session) = &row.session_id {
         mirror_session(conn, &row.account_id, session)?;
     }
@@ -109,6 +111,8 @@ pub(crate) fn terminate(
 /// deleted, its usage rolled into its parent, its session mirrored.
 pub(crate) fn ended(conn: &Db, row: &runs::Row, now: i64) -> Result<()> {
     delete_waits(conn, &row.id)?;
+    // Its kind's cap has room again.
+    conn.notify(Topic::Runs)?;
     if let Some(parent_id) = &row.parent_run_id {
         roll_usage_into_parent(conn, row, parent_id, now)?;
     }
