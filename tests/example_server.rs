@@ -1,6 +1,7 @@
 //! The example server (`examples/server`), started on 127.0.0.1 over a temporary database and
 //! driven by hand-written HTTP/1.1 requests from concurrent clients: sessions and their event
-//! log, the run queue claimed exactly once, and the statuses failures map to. On both backends
+//! log, the run queue claimed exactly once, the statuses failures map to, and the server-sent
+//! event streams of a session and a run tree fed by a writer in another process. On both backends
 //! (`tests/backend`); each server's runtime shuts down while its router still holds the store.
 
 #[path = "../examples/server/app.rs"]
@@ -21,6 +22,8 @@ const MESSAGES: i64 = 10;
 /// A running server: its address, and the runtime and database that keep it alive.
 struct Server {
     addr: SocketAddr,
+    /// Where its store is (a file, or a PostgreSQL database's URL).
+    path: std::path::PathBuf,
     _runtime: tokio::runtime::Runtime,
     _dir: tempfile::TempDir,
 }
@@ -35,12 +38,13 @@ fn start() -> Server {
     let path = backend::location(dir.path(), "agents.sqlite");
     let (listener, store) = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        (listener, AsyncStore::open(path).await.unwrap())
+        (listener, AsyncStore::open(&path).await.unwrap())
     });
     let addr = listener.local_addr().unwrap();
     runtime.spawn(async move { axum::serve(listener, app::router(store)).await });
     Server {
         addr,
+        path,
         _runtime: runtime,
         _dir: dir,
     }
@@ -355,4 +359,233 @@ fn every_kind_has_one_status() {
     for (kind, status) in cases {
         assert_eq!(app::status_of(kind).as_u16(), status, "{kind}");
     }
+}
+
+/// The writer process of the stream tests: this binary's `writer` test, run with a role.
+const WRITER_ROLE: &str = "EXAMPLE_SERVER_WRITER";
+const WRITER_DB: &str = "EXAMPLE_SERVER_DB";
+
+/// Another process writing to the server's store directly (on PostgreSQL, another node):
+/// `events <account> <session> <n>` appends `n` messages; `journal <account> <run> <n>`
+/// claims the run and appends `n` journal entries.
+#[test]
+fn writer() {
+    use seed_agents_store::payload::{
+        JournalEntryBody, MessageEvent, OpenMap, WorkflowJournalEntry,
+    };
+    let Ok(role) = std::env::var(WRITER_ROLE) else {
+        return;
+    };
+    let store = seed_agents_store::Store::open(std::env::var(WRITER_DB).unwrap()).unwrap();
+    let words: Vec<&str> = role.split(' ').collect();
+    let wait = || thread::sleep(std::time::Duration::from_millis(5));
+    match words.as_slice() {
+        ["events", account, session, n] => {
+            for i in 1..=n.parse().unwrap() {
+                let event = MessageEvent::user(format!("from afar {i}")).into();
+                store.append_event(account, session, &event).unwrap();
+                wait();
+            }
+        }
+        ["journal", account, run, n] => {
+            let row = store
+                .claim_run(account, run, "far-worker")
+                .unwrap()
+                .unwrap();
+            let claim = seed_agents_store::lease::Claim::of(&row).unwrap();
+            for call_seq in 1..=n.parse().unwrap() {
+                let entry = WorkflowJournalEntry::Log(JournalEntryBody {
+                    call_seq,
+                    key: None,
+                    extra: OpenMap::new(),
+                });
+                store.append_journal(&claim, &entry).unwrap();
+                wait();
+            }
+        }
+        _ => panic!("unknown role {role}"),
+    }
+}
+
+/// Runs the [`writer`] test in another process with `role`.
+fn spawn_writer(server: &Server, role: &str) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "writer", "--nocapture", "--test-threads", "1"])
+        .env(WRITER_ROLE, role)
+        .env(WRITER_DB, &server.path)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// A server-sent-events response read as it arrives: its status, then one event at a time.
+struct Events {
+    stream: TcpStream,
+    /// Bytes received and not yet decoded from their chunks.
+    raw: Vec<u8>,
+    /// Decoded text not yet split into events.
+    text: String,
+}
+
+impl Events {
+    fn open(server: &Server, path: &str, account: &str, extra: &str) -> (u16, Events) {
+        let mut stream = TcpStream::connect(server.addr).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        let head = format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\n{}: {account}\r\n{extra}\r\n",
+            server.addr,
+            app::ACCOUNT_HEADER
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        let mut events = Events {
+            stream,
+            raw: Vec::new(),
+            text: String::new(),
+        };
+        let head_end = loop {
+            if let Some(at) = events.raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                break at;
+            }
+            events.fill();
+        };
+        let head = String::from_utf8(events.raw[..head_end].to_vec()).unwrap();
+        events.raw.drain(..head_end + 4);
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        if status == 200 {
+            assert!(
+                head.to_ascii_lowercase().contains("text/event-stream"),
+                "{head}"
+            );
+        }
+        (status, events)
+    }
+
+    fn fill(&mut self) {
+        let mut buf = [0; 4096];
+        let n = self
+            .stream
+            .read(&mut buf)
+            .expect("more of the stream in time");
+        assert!(n > 0, "the server closed the stream");
+        self.raw.extend_from_slice(&buf[..n]);
+    }
+
+    /// The next event's name and data, skipping keep-alive comments.
+    fn next(&mut self) -> (String, Value) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            assert!(std::time::Instant::now() < deadline, "no event within 20 s");
+            if let Some(at) = self.text.find("\n\n") {
+                let frame: String = self.text.drain(..at + 2).collect();
+                let mut name = String::from("message");
+                let mut data = String::new();
+                for line in frame.lines() {
+                    if let Some(v) = line.strip_prefix("event:") {
+                        name = v.trim().to_owned();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim());
+                    }
+                }
+                if data.is_empty() {
+                    continue; // a comment (keep-alive)
+                }
+                return (name, serde_json::from_str(&data).unwrap());
+            }
+            self.decode_chunk();
+        }
+    }
+
+    /// Moves one whole chunk from `raw` to `text`, reading until there is one.
+    fn decode_chunk(&mut self) {
+        loop {
+            if let Some(line) = self.raw.windows(2).position(|w| w == b"\r\n") {
+                let size = std::str::from_utf8(&self.raw[..line]).unwrap();
+                let size = usize::from_str_radix(size.trim(), 16).unwrap();
+                if self.raw.len() >= line + 2 + size + 2 {
+                    let chunk = self.raw[line + 2..line + 2 + size].to_vec();
+                    self.raw.drain(..line + 2 + size + 2);
+                    self.text.push_str(&String::from_utf8(chunk).unwrap());
+                    return;
+                }
+            }
+            self.fill();
+        }
+    }
+}
+
+#[test]
+fn a_session_stream_replays_then_carries_another_processs_appends_and_resumes() {
+    let server = start();
+    let account = "acct-sse";
+    let session = create_session(&server, account);
+    let path = format!("/sessions/{session}/messages");
+    for n in 1..=3 {
+        let sent = post(
+            &server,
+            &path,
+            Some(account),
+            json!({ "content": format!("m{n}") }),
+        );
+        assert_eq!(sent.status, 201);
+    }
+    let stream = format!("/sessions/{session}/events/stream?after=1");
+    let (status, mut events) = Events::open(&server, &stream, account, "");
+    assert_eq!(status, 200);
+    let mut writer = spawn_writer(&server, &format!("events {account} {session} 5"));
+    let mut last = Value::Null;
+    for seq in 2..=8 {
+        let (name, data) = events.next();
+        assert_eq!(name, "append");
+        assert_eq!(data["seq"], seq, "{data}");
+        last = data;
+    }
+    assert!(writer.wait().unwrap().success());
+    assert_eq!(last["content"], "from afar 5");
+    // A reconnect with Last-Event-ID resumes after it.
+    let (_, mut resumed) = Events::open(&server, &stream, account, "Last-Event-ID: 6\r\n");
+    assert_eq!(resumed.next().1["seq"], 7);
+    assert_eq!(resumed.next().1["seq"], 8);
+    // Another account's session is not found; a deletion ends the stream with `end`.
+    let (status, _) = Events::open(&server, &stream, "acct-other", "");
+    assert_eq!(status, 404);
+    let store = seed_agents_store::Store::open(&server.path).unwrap();
+    store.delete_session(account, &session).unwrap();
+    let (name, data) = resumed.next();
+    assert_eq!(name, "end", "{data}");
+    assert_eq!(data["error"], "not_found");
+}
+
+#[test]
+fn a_run_tree_stream_carries_the_journal_another_process_writes() {
+    let server = start();
+    let account = "acct-sse";
+    let run = post(
+        &server,
+        "/runs",
+        Some(account),
+        json!({ "title": "script" }),
+    );
+    assert_eq!(run.status, 201);
+    let run_id = run.body["id"].as_str().unwrap().to_owned();
+    let stream = format!("/runs/{run_id}/journal/stream");
+    let (status, mut entries) = Events::open(&server, &stream, account, "");
+    assert_eq!(status, 200);
+    let mut writer = spawn_writer(&server, &format!("journal {account} {run_id} 4"));
+    for seq in 1..=4 {
+        let (name, data) = entries.next();
+        assert_eq!(name, "append");
+        assert_eq!(
+            (data["run_id"].as_str(), data["seq"].as_i64()),
+            (Some(&*run_id), Some(seq))
+        );
+        assert_eq!(data["entry"]["kind"], "log", "{data}");
+    }
+    assert!(writer.wait().unwrap().success());
+    // Replayed on subscribe.
+    let (_, mut replay) = Events::open(&server, &stream, account, "");
+    assert_eq!(replay.next().1["seq"], 1);
+    let (status, _) = Events::open(&server, "/runs/no-such-run/journal/stream", account, "");
+    assert_eq!(status, 404);
 }

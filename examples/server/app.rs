@@ -7,12 +7,20 @@
 //! [`ErrorKind`](seed_agents_store::ErrorKind) in one place, [`status_of`]; a server-side
 //! failure's message stays in the server's log and the client gets a generic one.
 //!
+//! The two streams are server-sent events: each item is an `append` event (a session event's
+//! `id:` is its seq, so a client that reconnects with `Last-Event-ID` resumes without a gap),
+//! and a stream whose session or run tree is deleted ends with an `end` event carrying the
+//! error body. They follow the store's change feed, so a write by another process or node
+//! reaches them as it commits.
+//!
 //! | Route | Does |
 //! |---|---|
 //! | `POST /agents` `{}` | creates an agent (201) |
 //! | `POST /sessions` `{"agent_id", "title"?}` | creates a session (201) |
 //! | `POST /sessions/{id}/messages` `{"content"}` | appends a user message (201, its seq) |
 //! | `GET /sessions/{id}/events?after=N&limit=M` | replays the events after seq `N` |
+//! | `GET /sessions/{id}/events/stream?after=N` | the events after `N`, then each new one (SSE) |
+//! | `GET /runs/{id}/journal/stream` | a run tree's journal entries, replayed then live (SSE) |
 //! | `POST /runs` `{"title", "agent_id"?, "session_id"?, "max_attempts"?}` | enqueues (201) |
 //! | `POST /runs/claim` `{"owner"}` | claims the next queued run (200), 204 when none |
 //! | `POST /runs/{id}/finalize` `{"owner", "attempt", "outcome", "error"?}` | ends a claim |
@@ -20,7 +28,9 @@
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
+use axum::http::HeaderMap;
 use axum::http::{header, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -28,6 +38,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use seed_agents_store::agents::NewAgent;
+use seed_agents_store::feed::TreeEntry;
 use seed_agents_store::lease::Claim;
 use seed_agents_store::payload::{
     AgentDefinition, MessageEvent, RunErrorInfo, RunOutput, SessionEventPayload,
@@ -36,6 +47,9 @@ use seed_agents_store::runs::{ClaimLimits, Finalized, NewRun, RunOutcome};
 use seed_agents_store::schema::{runs, session_events, sessions};
 use seed_agents_store::sessions::NewSession;
 use seed_agents_store::{ids, AsyncStore, ErrorKind};
+
+use futures_util::{Stream, StreamExt};
+use std::convert::Infallible;
 
 /// The header naming the account a request acts for.
 pub const ACCOUNT_HEADER: &str = "x-account-id";
@@ -47,6 +61,8 @@ pub fn router(store: AsyncStore) -> Router {
         .route("/sessions", post(create_session))
         .route("/sessions/{id}/messages", post(post_message))
         .route("/sessions/{id}/events", get(replay_events))
+        .route("/sessions/{id}/events/stream", get(stream_events))
+        .route("/runs/{id}/journal/stream", get(stream_journal))
         .route("/runs", post(enqueue_run))
         .route("/runs/claim", post(claim_run))
         .route("/runs/{id}/finalize", post(finalize_run))
@@ -244,6 +260,85 @@ async fn replay_events(
         .map(event_json)
         .collect::<Result<Vec<_>, _>>()?;
     Ok((StatusCode::OK, Json(json!({ "events": events }))))
+}
+
+#[derive(Deserialize)]
+struct Follow {
+    #[serde(default)]
+    after: i64,
+}
+
+/// A session's events after `after` (or the `Last-Event-ID` a reconnecting client sends), then
+/// each new one as it commits.
+async fn stream_events(
+    State(store): State<AsyncStore>,
+    Account(account): Account,
+    Path(session_id): Path<String>,
+    headers: HeaderMap,
+    query: Result<Query<Follow>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(query) = query?;
+    let after = match headers.get("last-event-id") {
+        Some(id) => id
+            .to_str()
+            .ok()
+            .and_then(|id| id.trim().parse().ok())
+            .ok_or_else(|| ApiError::invalid("Last-Event-ID must be a seq"))?,
+        None => query.after,
+    };
+    let events = store.follow_events(&account, &session_id, after).await?;
+    Ok(sse(events, |row| {
+        let id = row.seq.to_string();
+        Ok(Event::default()
+            .id(id)
+            .event("append")
+            .data(event_json(&row)?.to_string()))
+    }))
+}
+
+/// A run tree's journal entries from the first, then each new one as it commits.
+async fn stream_journal(
+    State(store): State<AsyncStore>,
+    Account(account): Account,
+    Path(root_run_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let entries = store.follow_journal(&account, &root_run_id).await?;
+    Ok(sse(entries, |entry: TreeEntry| {
+        let body = json!({
+            "run_id": entry.run_id,
+            "seq": entry.record.seq,
+            "created_at": entry.record.created_at,
+            "entry": serde_json::to_value(&entry.record.entry)
+                .map_err(|e| ApiError::invalid(format!("an entry without JSON: {e}")))?,
+        });
+        Ok(Event::default().event("append").data(body.to_string()))
+    }))
+}
+
+/// Server-sent events of `items`, each rendered by `render`; the first failure is sent as an
+/// `end` event with its error body, and ends the stream.
+fn sse<T: Send + 'static>(
+    items: impl Stream<Item = seed_agents_store::Result<T>> + Send + Unpin + 'static,
+    render: fn(T) -> Result<Event, ApiError>,
+) -> Response {
+    let events = futures_util::stream::unfold(Some(items), move |items| async move {
+        let mut items = items?;
+        let event = match items.next().await? {
+            Ok(item) => match render(item) {
+                Ok(event) => return Some((Ok::<_, Infallible>(event), Some(items))),
+                Err(e) => e,
+            },
+            Err(e) => ApiError::from(e),
+        };
+        let end = json!({ "error": event.kind, "message": event.message });
+        Some((
+            Ok(Event::default().event("end").data(end.to_string())),
+            None,
+        ))
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }
 
 #[derive(Deserialize)]
