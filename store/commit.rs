@@ -17,7 +17,7 @@
 //! before group commit: `BEGIN IMMEDIATE`, the operation, `COMMIT`, no savepoint.
 
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -67,7 +67,16 @@ pub(crate) struct Frame {
     bounds: Bounds,
     batches: AtomicU64,
     operations: AtomicU64,
+    /// The writer connection's `PRAGMA data_version` as last read ([`Frame::data_version`]),
+    /// `NO_VERSION` before the first read.
+    version: AtomicI64,
+    /// Asked for by a look that found a batch open: the batch's closer reads the version after
+    /// its commit, so the look never waits for the writer.
+    version_wanted: AtomicBool,
 }
+
+/// [`Frame::version`] before anything read it.
+const NO_VERSION: i64 = i64::MIN;
 
 #[derive(Debug)]
 struct State {
@@ -136,6 +145,8 @@ impl Frame {
             bounds,
             batches: AtomicU64::new(0),
             operations: AtomicU64::new(0),
+            version: AtomicI64::new(NO_VERSION),
+            version_wanted: AtomicBool::new(false),
         }
     }
 
@@ -264,6 +275,30 @@ impl Frame {
         f(&self.between().conn)
     }
 
+    /// The writer connection's `PRAGMA data_version`, which moves only when another connection
+    /// commits, without ever waiting for the writer: read now when no batch is open; otherwise
+    /// the last one read, and the open batch's closer reads it anew after its commit. `None`
+    /// until a first read.
+    pub(crate) fn data_version(&self) -> rusqlite::Result<Option<i64>> {
+        let state = match self.state.try_lock() {
+            Ok(state) => Some(state),
+            Err(std::sync::TryLockError::Poisoned(state)) => Some(state.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        match state {
+            Some(state) if state.open.is_none() => {
+                let version = read_version(&state.conn)?;
+                self.version.store(version, Ordering::SeqCst);
+                Ok(Some(version))
+            }
+            _ => {
+                self.version_wanted.store(true, Ordering::SeqCst);
+                let version = self.version.load(Ordering::SeqCst);
+                Ok((version != NO_VERSION).then_some(version))
+            }
+        }
+    }
+
     /// Commits the open batch, or rolls it back when a failed operation could not be undone
     /// alone (`!clean`); on failure keeps the error for the `waiting` members.
     fn close(&self, state: &mut State, waiting: usize, clean: bool) -> rusqlite::Result<()> {
@@ -281,6 +316,12 @@ impl Frame {
                     ),
                 )))
         };
+        if committed.is_ok() && self.version_wanted.swap(false, Ordering::SeqCst) {
+            // A failed read leaves the last version, and the next look asks again.
+            if let Ok(version) = read_version(&state.conn) {
+                self.version.store(version, Ordering::SeqCst);
+            }
+        }
         if committed.is_ok() {
             let members = state.open.as_ref().map_or(0, |b| b.members);
             self.batches.fetch_add(1, Ordering::Relaxed);
@@ -372,6 +413,12 @@ fn open(state: &mut State) -> rusqlite::Result<()> {
 /// Runs one transaction-control statement of the hot path, prepared once per connection.
 fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(drop)
+}
+
+/// `PRAGMA data_version` of `conn`: it moves when another connection commits.
+pub(crate) fn read_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.prepare_cached("PRAGMA data_version")?
+        .query_row([], |row| row.get(0))
 }
 
 /// The operation's own result, its panic resumed on the caller's thread.

@@ -460,6 +460,36 @@ fn a_retried_run_wakes_its_worker_when_its_backoff_ends() {
     assert_eq!(again.map(|r| r.attempt), Some(2));
 }
 
+#[test]
+fn an_idle_worker_wakes_when_a_lease_expires() {
+    use seed_agents_store::clock::ManualClock;
+    let dir = tempfile::tempdir().unwrap();
+    let path = backend::location(dir.path(), "feed.sqlite");
+    let t = 1_764_000_000_000;
+    let clock = ManualClock::new(t);
+    let store = Store::open_with_clock(&path, std::sync::Arc::new(clock.clone())).unwrap();
+    store
+        .enqueue_run(&NewRun::new(A, Kind::Workflow, Origin::User, "held"))
+        .unwrap();
+    let run = store
+        .claim_next_run("w", ClaimLimits::default())
+        .unwrap()
+        .unwrap();
+    let expiry = run.lease_expires_at.unwrap();
+    // 80 ms before the lease runs out, and nothing else will change.
+    clock.set(expiry - 80);
+    let mut waiter = store.run_waiter().unwrap();
+    let started = Instant::now();
+    assert!(waiter.wait(PATIENCE).unwrap(), "woken by the expiry");
+    assert!(started.elapsed() >= Duration::from_millis(70));
+    assert!(started.elapsed() < PATIENCE);
+    // A waiter whose horizon holds nothing due sleeps out its timeout.
+    clock.set(expiry + 1);
+    let started = Instant::now();
+    assert!(!waiter.wait(Duration::from_millis(60)).unwrap());
+    assert!(started.elapsed() >= Duration::from_millis(50));
+}
+
 #[cfg(feature = "tokio")]
 mod streams {
     use super::*;

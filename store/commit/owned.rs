@@ -135,6 +135,12 @@ impl Writer {
         self.frame.between_batches(f)
     }
 
+    /// The writer's `PRAGMA data_version`, without waiting for it (see
+    /// [`Frame::data_version`](super::Frame::data_version)).
+    pub(crate) fn data_version(&self) -> rusqlite::Result<Option<i64>> {
+        self.frame.data_version()
+    }
+
     /// Operations waiting for the writer, for tests that hold one until all arrived.
     #[cfg(test)]
     pub(crate) fn arriving(&self) -> usize {

@@ -413,3 +413,58 @@ fn dropping_the_writer_stops_its_thread_and_closes_the_connection() {
     // SQLite removes the log when its last connection closes: the writer thread's is gone.
     assert!(!wal.exists(), "the writer's connection is still open");
 }
+
+/// The version a look reads moves only for another connection's commits, and a look at a busy
+/// writer does not wait: it answers with the last version, and the batch's closer reads the
+/// new one after its commit.
+#[test]
+fn a_look_at_the_data_version_sees_other_connections_and_never_waits() {
+    let f = fixture(128);
+    let first = f
+        .writer
+        .data_version()
+        .unwrap()
+        .expect("read at once when idle");
+    f.writer.run(|conn| insert(conn, 1)).unwrap();
+    assert_eq!(
+        f.writer.data_version().unwrap(),
+        Some(first),
+        "its own commit"
+    );
+    let other = Connection::open(&f.path).unwrap();
+    other.execute("INSERT INTO t (id) VALUES (2)", []).unwrap();
+    let moved = f.writer.data_version().unwrap().unwrap();
+    assert_ne!(moved, first, "another connection's commit");
+    // Another commit, then a batch open: the look answers at once with what it had.
+    other.execute("INSERT INTO t (id) VALUES (4)", []).unwrap();
+    let look_inside_a_batch = |id: usize| {
+        let (inside, entered) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        std::thread::scope(|scope| {
+            let writer = &f.writer;
+            scope.spawn(move || {
+                writer
+                    .run(|conn| {
+                        inside.send(()).unwrap();
+                        released.recv().unwrap();
+                        insert(conn, id)
+                    })
+                    .unwrap();
+            });
+            entered.recv().unwrap();
+            let seen = f.writer.data_version().unwrap();
+            release.send(()).unwrap();
+            seen
+        })
+    };
+    assert_eq!(
+        look_inside_a_batch(5),
+        Some(moved),
+        "the last version, at once"
+    );
+    // The first batch's closer read the version after its commit: a look inside the next
+    // batch already sees the other connection's second commit.
+    let closer_read = look_inside_a_batch(6).unwrap();
+    assert_ne!(closer_read, moved);
+    assert_eq!(f.writer.data_version().unwrap(), Some(closer_read));
+}

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::task::Waker;
 use std::time::Instant;
 
@@ -23,7 +23,9 @@ pub(crate) struct Hub {
 
 #[derive(Debug, Default)]
 struct Inner {
-    topics: Mutex<HashMap<Topic, Weak<Signal>>>,
+    /// Read by every commit that publishes, written only when a topic gains its first
+    /// subscriber: publishers never wait for each other.
+    topics: RwLock<HashMap<Topic, Weak<Signal>>>,
     /// Live subscriptions: publishing with none costs one atomic read.
     subscriptions: AtomicUsize,
     /// Ids for the wakers of async waits.
@@ -64,7 +66,7 @@ impl Signal {
 impl Hub {
     /// Starts waiting on `topic`: the returned subscription sees every bump from now on.
     pub(crate) fn subscribe(&self, topic: Topic) -> Subscription {
-        let mut topics = self.inner.lock();
+        let mut topics = self.inner.write();
         let signal = match topics.get(&topic).and_then(Weak::upgrade) {
             Some(signal) => signal,
             None => {
@@ -89,7 +91,7 @@ impl Hub {
             return;
         }
         let signals: Vec<_> = {
-            let map = self.inner.lock();
+            let map = self.inner.read();
             let mut signals = Vec::new();
             for topic in topics {
                 if *topic == Topic::Sessions {
@@ -106,7 +108,7 @@ impl Hub {
 
     /// The topics somebody waits on now.
     pub(crate) fn topics(&self) -> Vec<Topic> {
-        let map = self.inner.lock();
+        let map = self.inner.read();
         map.iter()
             .filter(|(_, signal)| signal.strong_count() > 0)
             .map(|(topic, _)| topic.clone())
@@ -143,8 +145,12 @@ impl Hub {
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, HashMap<Topic, Weak<Signal>>> {
-        self.topics.lock().unwrap_or_else(PoisonError::into_inner)
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Topic, Weak<Signal>>> {
+        self.topics.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Topic, Weak<Signal>>> {
+        self.topics.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

@@ -6,11 +6,11 @@
 //! - [`Store::run_waiter`]: an idle worker's wait for claimable runs.
 //!
 //! Where wake-ups come from:
-//! - **This process:** the write frame publishes the topics a write touched ([`crate::Db`]'s
-//!   notes) right after its commit returns. No timer, no polling.
+//! - **This process:** the write frame publishes the topics a write touched (the
+//!   notes of its [`crate::Db`]) right after its commit returns. No timer, no polling.
 //! - **Another process on the same SQLite file:** one watcher thread per store (not per
 //!   subscriber), started with the first subscription and ended with the last, asks the
-//!   writer connection for `PRAGMA data_version` every [`watch::TICK`]: that number moves only
+//!   writer connection for `PRAGMA data_version` every 5 ms: that number moves only
 //!   when *another* connection committed. Then it reads the head of each topic somebody
 //!   follows (one indexed lookup each) and wakes those that moved.
 //! - **Another node on PostgreSQL:** a write sends `pg_notify('seed_agents_feed', topic)` in
@@ -18,7 +18,7 @@
 //!   row is visible. One listening connection per store (not per subscriber) wakes the topics.
 //!
 //! Invariants: no wake-up is lost and none is needed for correctness of what is read
-//! ([`follow`]); the store buffers no event for anybody ([`hub`]); a follower is scoped to its
+//! (see `follow`); the store buffers no event for anybody (see `hub`); a follower is scoped to its
 //! account like every read.
 
 pub(crate) mod follow;

@@ -1,9 +1,11 @@
 //! Seeing other processes' commits to the same SQLite file: one watcher thread per store.
 //!
 //! Invariant: a commit by another process wakes every follower whose topic it changed, within
-//! about one [`TICK`]. The watcher asks the store's writer connection for `PRAGMA
-//! data_version`, which moves only when another connection committed (never for the writer's
-//! own commits, which the write frame publishes itself). Its first value is read before the
+//! about one [`TICK`] (plus a batch, when the writer is busy). The watcher asks the store's
+//! writer connection for `PRAGMA data_version`, which moves only when another connection
+//! committed (never for the writer's own commits, which the write frame publishes itself). It
+//! never waits for the writer: when a batch is open, the batch's closer reads the version
+//! after its commit for the next look. Its first value is read before the
 //! first subscriber reads anything, so no commit falls between the two. When it moves, the
 //! watcher reads the head of each followed topic and wakes the topics whose head moved.
 //!
@@ -13,10 +15,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use rusqlite::Connection;
-
 use super::hub::Hub;
 use super::topic::Topic;
+use crate::commit::read_version;
 use crate::error::Result;
 use crate::handle::WeakStore;
 use crate::{query, Store};
@@ -30,9 +31,11 @@ pub(crate) fn start(store: &Store) -> Result<()> {
     if !hub.start_watching() {
         return Ok(());
     }
+    // The first look waits for the writer, so that no commit falls between it and the first
+    // read of the subscriber that started the watcher.
     let first = match store
         .sqlite_writer()
-        .and_then(|w| w.between_batches(data_version))
+        .and_then(|w| Ok(w.between_batches(read_version)?))
     {
         Ok(version) => version,
         Err(e) => {
@@ -54,12 +57,6 @@ pub(crate) fn start(store: &Store) -> Result<()> {
     Ok(())
 }
 
-fn data_version(conn: &Connection) -> Result<i64> {
-    Ok(conn
-        .prepare_cached("PRAGMA data_version")?
-        .query_row([], |row| row.get(0))?)
-}
-
 /// What a topic's head was when the watcher last read it.
 type Head = Option<(i64, i64)>;
 
@@ -74,11 +71,9 @@ fn watch(weak: WeakStore, hub: Hub, mut last: i64) {
         if hub.is_idle() && hub.stop_watching() {
             return;
         }
-        // A failed look (a busy file, say) is tried again next tick.
-        let Ok(version) = store
-            .sqlite_writer()
-            .and_then(|w| w.between_batches(data_version))
-        else {
+        // A failed look (a busy file, say) is tried again next tick; a busy writer answers
+        // with the version its last commit read, and reads it again at its next.
+        let Ok(Some(version)) = store.sqlite_writer().and_then(|w| Ok(w.data_version()?)) else {
             continue;
         };
         if version == last {
