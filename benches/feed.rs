@@ -312,4 +312,73 @@ fn postgres(n: usize) {
         other_process(&store, &url, &sessions[1], n)
     );
     idle_followers(&store);
+    plain_postgres(&url);
+}
+
+/// The plain way on PostgreSQL, for the cost of being listened to: 4 plain clients each
+/// inserting a row and notifying its session in one statement (autocommit), with and without
+/// one plain client listening (`LISTEN`, draining what arrives), rounds interleaved.
+#[cfg(feature = "postgres")]
+fn plain_postgres(url: &str) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let connect = || postgres::Client::connect(url, postgres::NoTls).unwrap();
+    connect()
+        .batch_execute(
+            "CREATE TABLE plain_feed (session text, seq bigint, body bytea, \
+             PRIMARY KEY (session, seq))",
+        )
+        .unwrap();
+    let appends = |round: usize| {
+        let each = 4_000;
+        let started = Instant::now();
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                scope.spawn(move || {
+                    let mut client = connect();
+                    client
+                        .batch_execute("SET synchronous_commit = off")
+                        .unwrap();
+                    let insert = client
+                        .prepare(
+                            "WITH i AS (INSERT INTO plain_feed VALUES ($1, $2, $3) \
+                             RETURNING session) SELECT pg_notify('plain_feed', session) FROM i",
+                        )
+                        .unwrap();
+                    let session = format!("s{t}-{round}");
+                    for seq in 0..each as i64 {
+                        client
+                            .execute(&insert, &[&session, &seq, &vec![7u8; 200]])
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        (4 * each) as f64 / started.elapsed().as_secs_f64()
+    };
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for round in 0..7 {
+        without.push(appends(2 * round));
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let mut listener = connect();
+            listener.batch_execute("LISTEN plain_feed").unwrap();
+            let stop = &stop;
+            scope.spawn(move || {
+                let mut notifications = listener.notifications();
+                while !stop.load(Ordering::Relaxed) {
+                    use postgres::fallible_iterator::FallibleIterator;
+                    let mut batch = notifications.timeout_iter(Duration::from_millis(50));
+                    while batch.next().unwrap().is_some() {}
+                }
+            });
+            with.push(appends(2 * round + 1));
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    let (with, without) = (median(with), median(without));
+    eprintln!(
+        "  plain: 4 clients inserting and notifying, {with:.0}/s with a listener, \
+         {without:.0}/s without ({:.3} x)",
+        with / without
+    );
 }
