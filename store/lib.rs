@@ -47,54 +47,40 @@
 //!   blocks the runtime. It needs tokio's `rt` and nothing else; a dependency without the
 //!   feature compiles no tokio. `examples/server` is an axum server built on it.
 
-mod arguments;
-#[cfg(feature = "tokio")]
-mod asynchronous;
 pub mod audit;
-pub mod busy;
-pub mod cbor;
-mod check;
-mod checkpoint;
-pub mod clock;
-mod commit;
 mod conversation;
-mod db;
-mod dynamic;
 mod error;
 mod execution;
 pub mod feed;
-pub mod gate;
 mod handle;
-pub mod ids;
-pub mod integrity;
 pub mod keys;
 mod maintenance;
-pub mod migrate;
-mod open;
-pub mod paging;
 pub mod payload;
-mod pool;
 #[cfg(feature = "postgres")]
 pub mod postgres;
-mod query;
-mod statistics;
-mod storage;
+#[path = "generated/mod.rs"]
+pub mod schema;
+mod sql;
+mod sqlite;
 pub mod tools;
-mod write;
+mod values;
+
+pub use sqlite::{busy, gate, integrity, migrate};
+pub use values::{cbor, clock, ids, paging};
 
 pub use conversation::{
     accounts, agents, deletion, events, idempotency, providers, secrets, sessions,
 };
-pub use db::{Columns, Db, Executor};
-pub use dynamic::FromRow;
 pub use error::{Error, ErrorKind, Refusal, Result};
 pub use execution::{journal, lease, runs, triggers, waits, watermarks};
 pub use maintenance::{prune, retention};
+pub use sql::db::{Columns, Db, Executor};
+pub use sql::dynamic::FromRow;
 // The query-plan registry, for the plan tests and benchmarks only.
 #[doc(hidden)]
 pub use execution::plans;
-pub use query::Query;
 pub use seed_agents_macros::{query, query_as, Row};
+pub use sql::query::Query;
 pub use tools::{continuations, drafts, mcp};
 
 // The macros name `::seed_agents_store`, which this lets the crate use on itself.
@@ -105,51 +91,33 @@ extern crate self as seed_agents_store;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 #[cfg(feature = "tokio")]
-pub use asynchronous::{AsyncRunWaiter, AsyncStore, EventStream, JournalStream};
-pub use commit::CommitStats;
+pub use handle::asynchronous::{AsyncRunWaiter, AsyncStore, EventStream, JournalStream};
 pub use handle::{Durability, Reading, Store};
-pub use migrate::{EmbeddedMigration, Outcome, Progress};
-pub use open::{
+pub use sqlite::commit::CommitStats;
+pub use sqlite::migrate::{EmbeddedMigration, Outcome, Progress};
+pub use sqlite::open::{
     is_postgres_url, resolve_path, status, OpenOptions, StatusReport, Verdict, DB_PATH_ENV,
     DEFAULT_BATCH_AGE, DEFAULT_BATCH_OPERATIONS, DEFAULT_CONNECTION_LIFETIME, DEFAULT_DB_PATH,
     DEFAULT_IDLE_IN_TRANSACTION, DEFAULT_KEEPALIVE, DEFAULT_READ_CONNECTIONS,
 };
-pub use pool::Reader;
-
-/// Generated from schema.sql and migrations/ at build time: one module per table with its row
-/// struct, enums, sea-query identifiers and query helpers, plus the version, the migrations and
-/// the structural fingerprint of every version.
-// `dead_code`: the crate-private write helpers of tables no operation writes that way.
-#[allow(
-    dead_code,
-    missing_docs,
-    clippy::all,
-    clippy::too_many_arguments,
-    clippy::needless_lifetimes
-)]
-pub mod schema {
-    include!(concat!(env!("OUT_DIR"), "/schema.rs"));
-
-    #[cfg(test)]
-    mod tests;
-}
+pub use sqlite::pool::Reader;
 
 /// The one home of what generated code and the query macros reach the runtime through.
 ///
 /// **Not public API**: the macros' expansions name these items, and they change without notice.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::arguments::Arguments;
-    pub use crate::cbor::Cbor;
-    pub use crate::db::{Columns, Db, Executor};
-    pub use crate::dynamic::FromRow;
     pub use crate::error::{Error, Result};
-    pub use crate::migrate::EmbeddedMigration;
     pub use crate::payload;
-    pub use crate::query::{
+    pub use crate::sql::arguments::Arguments;
+    pub use crate::sql::db::{Columns, Db, Executor};
+    pub use crate::sql::dynamic::FromRow;
+    pub use crate::sql::query::{
         bind_check, cast_check, enum_from_column, field_check, field_check_by, BindsTo, CastsTo,
         FromColumn, FromColumns, Holds, Query,
     };
+    pub use crate::sqlite::migrate::EmbeddedMigration;
+    pub use crate::values::cbor::Cbor;
     pub use rusqlite;
     pub use sea_query;
     // Generated rows and enums name serde only under the `serde` feature.

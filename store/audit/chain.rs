@@ -11,7 +11,7 @@
 //! newest row: an edited, moved, deleted or truncated row breaks one of these links. Appends to
 //! different chains touch different rows, so they never wait on each other.
 
-use crate::db::{Db, LockedRow};
+use crate::sql::db::{Db, LockedRow};
 use sha2::{Digest, Sha256};
 
 use super::Event;

@@ -28,7 +28,7 @@ mod security;
 
 use std::borrow::Cow;
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
 use crate::error::Result;
 use crate::schema::audit_events::{Kind, Outcome};

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
 use super::chain::{append_at, locked_ends};
 use super::{Event, STORE_ACTOR};

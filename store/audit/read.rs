@@ -7,8 +7,8 @@
 use sea_query::{Expr, ExprTrait, Order, Query};
 
 use crate::error::{Error, Result};
-use crate::paging::{self, page_of, Cursor, Page};
 use crate::schema::audit_events::{Column, Kind, Row};
+use crate::values::paging::{self, page_of, Cursor, Page};
 use crate::Store;
 
 /// Which events [`Store::audit_events`] returns; every field left `None` matches all.

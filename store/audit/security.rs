@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
 use super::Event;
 use crate::error::{Error, Result};

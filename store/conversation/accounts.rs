@@ -5,13 +5,13 @@
 //! crate calls [`touch`] in the same transaction as the row it writes (the foreign keys would
 //! refuse the row otherwise). Signer grants are single-statement upserts.
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
-use crate::check::invalid;
 use crate::error::{Error, Result};
-use crate::ids::check_id;
 use crate::query;
 use crate::schema::account_authorizations::{self, Role};
+use crate::values::check::invalid;
+use crate::values::ids::check_id;
 use crate::Store;
 
 /// Creates the account row if it is missing, otherwise moves its `updated_at` to `now` (never

@@ -13,18 +13,18 @@
 
 use std::path::{Component, Path};
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
 use crate::accounts;
-use crate::cbor::Cbor;
-use crate::check::invalid;
 use crate::error::{Error, Result};
-use crate::ids;
-use crate::paging::{self, page_of, Cursor, Page};
 use crate::payload::AgentDefinition;
 use crate::query_as;
 use crate::schema::agent_collaborators::{self, Role, Status as InviteStatus};
 use crate::schema::agents::{self, Row, Status};
+use crate::values::cbor::Cbor;
+use crate::values::check::invalid;
+use crate::values::ids;
+use crate::values::paging::{self, page_of, Cursor, Page};
 use crate::Store;
 
 /// What an agent is created with.

@@ -22,8 +22,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::db::Db;
 use crate::feed::topic::Topic;
+use crate::sql::db::Db;
 
 use crate::error::{Error, Result};
 use crate::query;

@@ -31,15 +31,15 @@
 
 use std::borrow::Cow;
 
-use crate::db::{Db, LockedRow};
 use crate::feed::topic::Topic;
+use crate::sql::db::{Db, LockedRow};
 
-use crate::cbor::Cbor;
-use crate::check::invalid;
 use crate::error::{Error, Result};
-use crate::ids;
 use crate::payload::{Ipld, MessageRole, SessionActor, SessionEventPayload};
 use crate::schema::session_events::Row;
+use crate::values::cbor::Cbor;
+use crate::values::check::invalid;
+use crate::values::ids;
 use crate::Store;
 use crate::{query, query_as};
 
@@ -148,7 +148,7 @@ struct Encoded {
 impl Encoded {
     fn of(event: &SessionEventPayload) -> Result<Encoded> {
         let cbor = if event.has_no_extra() {
-            Cbor::from_bytes(crate::cbor::to_vec_unshadowed(event)?)
+            Cbor::from_bytes(crate::values::cbor::to_vec_unshadowed(event)?)
         } else {
             Cbor::encode(event)?
         };

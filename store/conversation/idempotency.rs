@@ -15,15 +15,15 @@
 //! - a conflict is recorded in the audit log (`idempotency.conflict`) by a write of its own after
 //!   the refusal, since the refused transaction rolled back.
 
-use crate::db::Db;
+use crate::sql::db::Db;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::accounts;
-use crate::cbor::{self, Cbor};
-use crate::check::invalid;
 use crate::error::{Error, Result};
 use crate::schema::action_idempotency::{self, Row};
+use crate::values::cbor::{self, Cbor};
+use crate::values::check::invalid;
 use crate::Store;
 
 /// The longest client id accepted, in bytes (after trimming).

@@ -9,12 +9,12 @@
 
 use crate::accounts;
 use crate::audit::Event;
-use crate::cbor::Cbor;
 use crate::error::{Error, Result};
-use crate::ids;
 use crate::payload::ModelProviderConfig;
 use crate::schema::audit_events::Kind;
 use crate::schema::model_providers::{self, Row};
+use crate::values::cbor::Cbor;
+use crate::values::ids;
 use crate::Store;
 
 /// The longest provider name accepted, in bytes.
@@ -22,12 +22,12 @@ pub const MAX_PROVIDER_NAME_BYTES: usize = 256;
 
 /// Trims and checks a provider name.
 fn provider_name(name: &str) -> Result<&str> {
-    crate::check::name("name", name, MAX_PROVIDER_NAME_BYTES)
+    crate::values::check::name("name", name, MAX_PROVIDER_NAME_BYTES)
 }
 
 /// Checks the configuration's type (it is also the `type` column).
 fn provider_type(config: &ModelProviderConfig) -> Result<()> {
-    crate::check::non_empty("config.provider_type", &config.provider_type)
+    crate::values::check::non_empty("config.provider_type", &config.provider_type)
 }
 
 /// The audit event of a change to `row`.

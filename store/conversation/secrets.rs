@@ -15,7 +15,7 @@
 //! - a set or a delete appends its audit event (naming the secret, never its value) in its
 //!   transaction; a failed decryption is recorded after it failed ([`crate::audit`]).
 
-use crate::db::Db;
+use crate::sql::db::Db;
 use aes_gcm::aead::AeadInPlace;
 use aes_gcm::{Aes256Gcm, KeyInit, Nonce, Tag};
 use rand::RngCore;
@@ -25,13 +25,13 @@ use crate::keys::{registry, EncryptionKey, Ring};
 
 use crate::accounts;
 use crate::audit::Event;
-use crate::cbor::Cbor;
-use crate::check::invalid;
 use crate::error::{Error, Result};
-use crate::ids;
 use crate::payload::SecretMetadata;
 use crate::query;
 use crate::schema::secrets;
+use crate::values::cbor::Cbor;
+use crate::values::check::invalid;
+use crate::values::ids;
 use crate::Store;
 
 /// The `server_config` key of the original AES-256-GCM key (key 1 of `secret_keys`, kept under
@@ -109,7 +109,7 @@ impl From<secrets::Row> for SecretInfo {
 /// # Errors
 /// [`Error::Invalid`] (`name`) for an empty or over-long name.
 pub fn secret_name(name: &str) -> Result<&str> {
-    crate::check::name("name", name, MAX_NAME_BYTES)
+    crate::values::check::name("name", name, MAX_NAME_BYTES)
 }
 
 /// Checks a value's length against [`MAX_VALUE_BYTES`].

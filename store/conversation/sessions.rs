@@ -16,18 +16,18 @@
 //!
 //! `status` is the runs' derived mirror and is written by the run queue, not here.
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
 use crate::accounts;
-use crate::cbor::Cbor;
-use crate::check::{self, invalid};
 use crate::error::{Error, Result};
-use crate::ids;
-use crate::paging::{page_of, page_size, Cursor, Page};
 use crate::payload::{ModelOverride, RunPlan};
 use crate::query_as;
 use crate::schema::agents;
 use crate::schema::sessions::{self, Row, Status, Thoroughness, TitleSource};
+use crate::values::cbor::Cbor;
+use crate::values::check::{self, invalid};
+use crate::values::ids;
+use crate::values::paging::{page_of, page_size, Cursor, Page};
 use crate::Store;
 
 /// The longest title accepted, in bytes (after trimming).

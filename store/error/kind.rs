@@ -3,7 +3,7 @@
 //! unclassified, has exactly one kind.
 
 use super::Error;
-use crate::cbor::CborError;
+use crate::values::cbor::CborError;
 
 /// What kind of failure an [`Error`] is, for callers that map errors to responses or exit codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,8 +208,8 @@ mod tests {
     /// compile here until it is listed), its row found by name, its kind the row's.
     #[test]
     fn the_readme_lists_every_variant_with_its_kind() {
-        use crate::cbor::CborError;
         use crate::error::Refusal;
+        use crate::values::cbor::CborError;
         use std::path::PathBuf;
         fn name(e: &Error) -> &'static str {
             match e {

@@ -156,7 +156,7 @@ pub enum Error {
         /// (`plan.steps.id`, `source.schedule.interval_ms`, `config.provider_type`); for a
         /// generated enum's `FromStr`, its column. Never a wire (camelCase) name: these errors
         /// answer a Rust caller, and a server maps them to its clients' names. A unit test in
-        /// `store/check.rs` holds every field name written in this crate to the rule.
+        /// `store/values/check.rs` holds every field name written in this crate to the rule.
         field: &'static str,
         /// What is wrong with it.
         reason: String,
@@ -323,7 +323,7 @@ pub enum Error {
     },
     /// A payload could not be encoded or decoded as DAG-CBOR.
     #[error(transparent)]
-    Cbor(#[from] crate::cbor::CborError),
+    Cbor(#[from] crate::values::cbor::CborError),
     /// The tokio runtime shut down before an [`AsyncStore`](crate::AsyncStore) operation
     /// started on its blocking pool: the operation did not run, nothing was written.
     #[error("the tokio runtime shut down before the store operation started; it did not run")]

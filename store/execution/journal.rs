@@ -15,16 +15,16 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use crate::db::{Db, LockedRow};
 use crate::feed::topic::Topic;
+use crate::sql::db::{Db, LockedRow};
 
-use crate::cbor::Cbor;
 use crate::error::{Error, Result};
 use crate::lease::Claim;
 use crate::payload::{RunErrorInfo, WorkflowJournalEntry};
 use crate::runs::lifecycle::{load_run, terminate};
 use crate::schema::run_journal;
 use crate::schema::runs::Status;
+use crate::values::cbor::Cbor;
 use crate::{query, Store};
 
 /// At most this many journal entries per run.

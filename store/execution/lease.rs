@@ -13,7 +13,7 @@
 //! PostgreSQL, so a worker's writes run `READ COMMITTED` (`Store::write_locking`)
 //! and still see the run as the last write on it left it.
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
 use crate::error::{Error, Result};
 use crate::schema::runs::{self, Status};

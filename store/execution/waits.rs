@@ -18,10 +18,8 @@
 //! match an activity event when every present one is equal, resources compared without their
 //! version and query.
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
-use crate::cbor::Cbor;
-use crate::check::non_empty;
 use crate::error::{Error, Result};
 use crate::journal::{append_in_tx, Appended};
 use crate::lease::{fence, Claim};
@@ -31,6 +29,8 @@ use crate::payload::{
 use crate::runs::lifecycle::{delete_waits, load_run, park_in_tx, requeue_waiting};
 use crate::schema::run_event_waits;
 use crate::schema::runs::{self, Status};
+use crate::values::cbor::Cbor;
+use crate::values::check::non_empty;
 use crate::{query, Store};
 
 /// Waits whose timeout is due, oldest timeout first. ?1 now.

@@ -5,13 +5,13 @@
 //! (so a poll, a success and an error never lose one another's columns): the cursor moves only
 //! with a success, which also clears the last error; an error keeps the cursor.
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
-use crate::cbor::Cbor;
-use crate::check::non_empty;
 use crate::error::{Error, Result};
 use crate::payload::ActivityCursor;
 use crate::schema::activity_watermarks;
+use crate::values::cbor::Cbor;
+use crate::values::check::non_empty;
 use crate::{query, Store};
 
 impl Store {

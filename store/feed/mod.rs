@@ -37,8 +37,8 @@ pub use journals::{JournalFeed, TreeEntry};
 pub use runs::RunWaiter;
 pub use sessions::EventFeed;
 
-use crate::check::invalid;
 use crate::error::{Error, Result};
+use crate::values::check::invalid;
 use crate::Store;
 use follow::Follow;
 use topic::Topic;

@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use super::hub::Hub;
 use super::topic::Topic;
-use crate::commit::read_version;
 use crate::error::Result;
 use crate::handle::WeakStore;
+use crate::sqlite::commit::read_version;
 use crate::{query, Store};
 
 /// How often the watcher looks for other processes' commits.

@@ -13,8 +13,8 @@ use std::process::{Command, Stdio};
 use zeroize::Zeroizing;
 
 use super::{EncryptionKey, KeyProvider, ProviderKind};
-use crate::check::invalid;
 use crate::error::{Error, Result};
+use crate::values::check::invalid;
 
 /// Parses a key ring: whitespace-separated keys of 64 hex digits each, the first the current.
 fn parse_ring(text: &str, source: &str) -> Result<Vec<EncryptionKey>> {

@@ -5,7 +5,7 @@
 //! (the next id is one past the largest, retired keys included); a read only ever looks keys
 //! up, and only [`for_sealing`] and [`register`], called inside a write, create one.
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
 use super::{EncryptionKey, ProviderKind, Ring};
 use crate::error::{Error, Result};

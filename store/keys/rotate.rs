@@ -8,7 +8,7 @@
 //! old keys are retired, and a database key's bytes deleted (with `secure_delete` on), in the
 //! write that finds no row under them.
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
 use super::registry::{self, config_name};
 use super::{EncryptionKey, ProviderKind, Ring};

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
 use crate::error::Result;
 use crate::query;

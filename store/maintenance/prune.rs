@@ -18,10 +18,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::check::invalid;
 use crate::error::Result;
 use crate::maintenance::passes::{self, Mode, Pass, Position, Tally};
 use crate::maintenance::retention::{policies, Kind};
+use crate::values::check::invalid;
 use crate::Store;
 
 /// The default largest number of rows one batch removes.

@@ -32,12 +32,12 @@
 //! firing exactly-once; removing one would let the same activity fire again), sessions and
 //! agents themselves (a user deletes them), and the audit log (its own retention).
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
-use crate::check::invalid;
 use crate::error::Result;
 use crate::query_as;
 use crate::schema::retention_policies::{self, Row};
+use crate::values::check::invalid;
 use crate::Store;
 
 pub use crate::schema::retention_policies::Kind;

@@ -70,12 +70,14 @@ pub fn copy(from: &Path, to: &str) -> Result<CopyReport> {
     // One look that leaves nothing beside the source, repeated if a writer changed it meanwhile.
     // A source that claims this version (or nothing parseable) is judged by the read-only open
     // below; only one behind is judged here, before its snapshot is taken.
-    let version = crate::open::snapshot(from, |conn| {
-        let claimed = crate::gate::claimed_version(conn).and_then(|v| v.parse::<u32>().ok());
+    let version = crate::sqlite::open::snapshot(from, |conn| {
+        let claimed =
+            crate::sqlite::gate::claimed_version(conn).and_then(|v| v.parse::<u32>().ok());
         if claimed.is_none_or(|v| v >= latest) {
             return Ok(latest);
         }
-        let crate::gate::State::At(version) = crate::gate::inspect(conn, from)? else {
+        let crate::sqlite::gate::State::At(version) = crate::sqlite::gate::inspect(conn, from)?
+        else {
             return Ok(latest);
         };
         staged.remove();
@@ -125,10 +127,9 @@ impl Drop for Staged {
 fn copy_current(from: &Path, to: &str, source_version: u32) -> Result<CopyReport> {
     let source = Store::open_read_only(from)?;
     let snapshot = source.snapshot()?;
-    let reader = snapshot
-        .db()
-        .as_sqlite()
-        .ok_or_else(|| crate::check::invalid("from", "copy reads a SQLite store".to_string()))?;
+    let reader = snapshot.db().as_sqlite().ok_or_else(|| {
+        crate::values::check::invalid("from", "copy reads a SQLite store".to_string())
+    })?;
     let mut target = Database::connect(to)?;
     let name = target.name.clone();
     let model = Schema::from_canonical_json(schema::MODELS[schema::SCHEMA_VERSION as usize])
@@ -193,7 +194,7 @@ fn refuse_rows(tx: &mut postgres::Transaction<'_>, name: &str, model: &Schema) -
         let sql = if table == "server_config" {
             format!(
                 "SELECT count(*) FROM {table} WHERE key <> '{}'",
-                crate::gate::VERSION_KEY
+                crate::sqlite::gate::VERSION_KEY
             )
         } else {
             format!("SELECT count(*) FROM {table}")

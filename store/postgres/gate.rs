@@ -92,7 +92,7 @@ pub(super) fn judge(client: &mut impl GenericClient, name: &str) -> Result<State
             .map_err(|e| fail(name, e))?;
         Ok(row.map(|r| String::from_utf8_lossy(r.get::<_, &[u8]>(0)).into_owned()))
     };
-    let version = crate::gate::claimed(read)?.map_err(refused)?;
+    let version = crate::sqlite::gate::claimed(read)?.map_err(refused)?;
     if version < schema::POSTGRES_BASELINE {
         return Err(refused(Refusal::BeforePostgres {
             found: version,

@@ -9,9 +9,9 @@
 use super::gate::{fail, judge, State};
 use super::{Database, SCHEMA_LOCK};
 use crate::error::{Error, Result};
-use crate::gate::VERSION_KEY;
-use crate::migrate::Outcome;
 use crate::schema;
+use crate::sqlite::gate::VERSION_KEY;
+use crate::sqlite::migrate::Outcome;
 use postgres::Transaction;
 
 impl Database {

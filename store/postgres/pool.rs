@@ -9,8 +9,8 @@
 
 use super::connections::{self, Bounds, Runtime};
 use super::session::{Conflict, Session, Setting, Shared};
-use crate::db::Isolation;
 use crate::error::{Error, Result};
+use crate::sql::db::Isolation;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 

@@ -11,8 +11,8 @@
 
 use super::connections::{Object, Runtime};
 use super::values::{values, Param, Row};
-use crate::db::Columns;
 use crate::error::{Error, Result};
+use crate::sql::db::Columns;
 use futures_util::future::{join, join_all, LocalBoxFuture};
 use futures_util::StreamExt;
 use std::cell::{Cell, RefCell};
@@ -243,8 +243,8 @@ impl Session {
 
     /// Locks a row until the transaction ends (see [`crate::Db::lock_row`]). Nothing waits for
     /// its reply: the lock is held once the statements after it run.
-    pub(crate) fn lock_row(&self, row: crate::db::LockedRow, id: &str) -> Result<()> {
-        use crate::db::LockedRow;
+    pub(crate) fn lock_row(&self, row: crate::sql::db::LockedRow, id: &str) -> Result<()> {
+        use crate::sql::db::LockedRow;
         let sql = match row {
             LockedRow::Session => r#"SELECT 1 FROM "sessions" WHERE "id" = $1 FOR UPDATE"#,
             LockedRow::Run => r#"SELECT 1 FROM "runs" WHERE "id" = $1 FOR UPDATE"#,

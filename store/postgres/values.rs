@@ -7,8 +7,8 @@
 //! back as the SQLite value of the same meaning (a `boolean` as 0 or 1, a `numeric` sum as an
 //! integer when whole).
 
-use crate::db::Columns;
 use crate::error::{Error, Result};
+use crate::sql::db::Columns;
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use tokio_postgres::types::{FromSql, IsNull, Kind, ToSql, Type};
 
@@ -58,7 +58,7 @@ pub(super) fn values<'a>(params: &'a [&'a dyn rusqlite::ToSql]) -> Result<Vec<Pa
                 ToSqlOutput::Borrowed(v) => *v,
                 ToSqlOutput::Owned(v) => ValueRef::from(v),
                 _ => {
-                    return Err(crate::check::invalid(
+                    return Err(crate::values::check::invalid(
                         "params",
                         "a value PostgreSQL has no type for (a zero blob)".to_string(),
                     ))
@@ -71,7 +71,10 @@ pub(super) fn values<'a>(params: &'a [&'a dyn rusqlite::ToSql]) -> Result<Vec<Pa
                 ValueRef::Text(t) => Param::Text(
                     String::from_utf8(t.to_vec())
                         .map_err(|_| {
-                            crate::check::invalid("params", "text that is not UTF-8".to_string())
+                            crate::values::check::invalid(
+                                "params",
+                                "text that is not UTF-8".to_string(),
+                            )
                         })?
                         .into(),
                 ),

@@ -11,14 +11,14 @@
 
 use std::collections::HashMap;
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
-use crate::cbor::Cbor;
-use crate::check::invalid;
 use crate::error::{Error, Result};
-use crate::ids;
 use crate::payload::ContinuationManifest;
 use crate::schema::{session_continuations, sessions};
+use crate::values::cbor::Cbor;
+use crate::values::check::invalid;
+use crate::values::ids;
 use crate::{accounts, Store};
 
 pub use crate::schema::session_continuations::Row;

@@ -7,14 +7,14 @@
 //! and is not edited afterwards (a retried publish with the same id and version returns the
 //! published row; another is a conflict).
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
-use crate::cbor::Cbor;
-use crate::check::{invalid, non_empty, non_empty_when_given};
 use crate::error::{Error, Result};
-use crate::ids;
 use crate::payload::{DraftContent, DraftMetadata};
 use crate::schema::{agent_drafts, agents, secrets};
+use crate::values::cbor::Cbor;
+use crate::values::check::{invalid, non_empty, non_empty_when_given};
+use crate::values::ids;
 use crate::{accounts, Store};
 
 pub use crate::schema::agent_drafts::{Row, Status};

@@ -14,10 +14,10 @@ use super::queries::{
     claim_next_query, claim_one_query, live_runs_query, renew_lease_query, start_run_query,
 };
 use super::{ClaimLimits, SweepMode, LEASE_MS};
-use crate::check::invalid;
 use crate::error::Result;
 use crate::lease::{refusal, Claim};
 use crate::schema::runs;
+use crate::values::check::invalid;
 use crate::Store;
 
 /// Refuses an empty lease owner (an owner is compared as written, so it is not trimmed).

@@ -4,17 +4,17 @@
 //! ([`next_created_at`], read inside the enqueuing transaction), so the queue serves a session's
 //! turns in the order they were enqueued.
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
 use super::lifecycle::{load_run, mirror_session, terminate};
 use super::{ContinueAsNew, NewRun};
-use crate::cbor::Cbor;
-use crate::check::{invalid, non_empty};
 use crate::error::{Error, Result};
 use crate::feed::topic::Topic;
-use crate::ids::new_id;
 use crate::lease::{fence, Claim};
 use crate::schema::runs::{self, Status};
+use crate::values::cbor::Cbor;
+use crate::values::check::{invalid, non_empty};
+use crate::values::ids::new_id;
 use crate::{query, Store};
 
 impl Store {

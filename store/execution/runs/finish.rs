@@ -10,12 +10,12 @@ use rand::Rng;
 use super::lifecycle::{delete_waits, ended, load_run, mirror_session, terminate};
 use super::queries::{end_run_query, tree_members_query};
 use super::{backoff_ms, CancelReport, Finalized, RunOutcome, BACKOFF_JITTER_MS};
-use crate::cbor::Cbor;
 use crate::error::Result;
 use crate::feed::topic::Topic;
 use crate::lease::{fence, locked_run, Claim};
 use crate::payload::{RunErrorInfo, RunUsage};
 use crate::schema::runs::{self, Status};
+use crate::values::cbor::Cbor;
 use crate::Store;
 
 impl Store {

@@ -10,9 +10,8 @@
 //! - a run that becomes terminal ([`terminate`]) loses its waits and its lease and rolls its
 //!   usage into its parent's `children` in the same transaction.
 
-use crate::db::{Db, LockedRow};
+use crate::sql::db::{Db, LockedRow};
 
-use crate::cbor::Cbor;
 use crate::error::{Error, Result};
 use crate::feed::topic::Topic;
 use crate::lease::{fence, lock_run, Claim};
@@ -20,6 +19,7 @@ use crate::payload::{Ipld, OpenMap, RunErrorInfo, RunOutput, RunUsage, RunWait};
 use crate::query;
 use crate::runs::queries::mirror_session_query;
 use crate::schema::runs::{self, Status};
+use crate::values::cbor::Cbor;
 
 /// Re-derives `sessions.status` of `session_id` from the runs table (see the module doc).
 pub(crate) fn mirror_session(conn: &Db, account_id: &str, session_id: &str) -> Result<()> {

@@ -7,12 +7,12 @@
 use super::lifecycle::{delete_waits, load_run, park_in_tx, requeue_waiting};
 use super::queries::due_timers_query;
 use super::ChildResolution;
-use crate::cbor::Cbor;
-use crate::check::invalid;
 use crate::error::{Error, Result};
 use crate::lease::Claim;
 use crate::payload::RunWait;
 use crate::schema::runs::{self, Status};
+use crate::values::cbor::Cbor;
+use crate::values::check::invalid;
 use crate::Store;
 
 /// Refuses a state transition the run's status does not allow.

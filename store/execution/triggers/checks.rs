@@ -4,12 +4,12 @@
 //! Invariant: a trigger write stores only a source [`validate_source`] accepts and a trimmed,
 //! non-empty name, and never changes a trigger retired by combination ([`check_mutable`]).
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
-use crate::check::{invalid, non_empty};
 use crate::error::{Error, Result};
 use crate::payload::{AgentTriggerSource, Schedule};
 use crate::schema::agent_triggers;
+use crate::values::check::{invalid, non_empty};
 
 /// Checks a source before it is stored.
 ///

@@ -7,10 +7,8 @@
 //! trigger (no `context_cbor`) get their trigger's current name and prompt captured first, before
 //! the survivor's configuration changes, without any matched conditions (never recorded).
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
-use crate::cbor::Cbor;
-use crate::check::invalid;
 use crate::error::Result;
 use crate::payload::{
     ActivityAlternative, ActivitySource, AgentTriggerSource, FiringContext, OpenMap,
@@ -18,6 +16,8 @@ use crate::payload::{
 };
 use crate::schema::agent_triggers;
 use crate::triggers::checks::{check_mutable, load_trigger, trigger_name, validate_source};
+use crate::values::cbor::Cbor;
+use crate::values::check::invalid;
 use crate::{query, Store};
 
 /// Which two triggers to combine and the shared action the survivor keeps.

@@ -8,16 +8,16 @@
 //! predecessor already handled is not admitted again by the survivor. Schedule, webhook and
 //! run-completed firings dedupe on the firing row alone.
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
-use crate::cbor::Cbor;
-use crate::check::invalid;
 use crate::error::{Error, Result};
-use crate::ids::new_id;
 use crate::payload::{ActivityAlternative, FiringContext, OpenMap, TriggerActivity};
 use crate::runs::lifecycle::load_run;
 use crate::schema::trigger_firings::{self, Status};
 use crate::triggers::checks::load_trigger;
+use crate::values::cbor::Cbor;
+use crate::values::check::invalid;
+use crate::values::ids::new_id;
 use crate::{query, query_as, Store};
 
 /// A run-completed trigger chain stops after this many hops (a run-completed firing whose run

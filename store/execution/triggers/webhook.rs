@@ -6,18 +6,18 @@
 //! the current key (see [`crate::keys`]) so editors can read it back. Both are written in the
 //! transaction that creates (or converts) the trigger.
 
-use crate::db::Db;
+use crate::sql::db::Db;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
-use crate::check::invalid;
 use crate::error::{Error, Result};
 use crate::keys::Ring;
 use crate::payload::TriggerActivity;
 use crate::schema::{agent_triggers, webhook_trigger_credentials};
 use crate::triggers::checks::{check_mutable, load_trigger};
 use crate::triggers::firings::{Admission, FiringKey, FiringRequest};
+use crate::values::check::invalid;
 use crate::{query, Store};
 
 /// A webhook secret in plaintext. Zeroized on drop; `Debug` prints no content.

@@ -413,7 +413,7 @@ mod tests {
     use crate::payload::{SessionActor, SessionEventMeta};
 
     fn bytes(event: &SessionEventPayload) -> Vec<u8> {
-        crate::cbor::to_vec(event).unwrap()
+        crate::values::cbor::to_vec(event).unwrap()
     }
 
     #[test]

@@ -10,10 +10,10 @@ use ipld_core::cid::multihash::Multihash;
 use ipld_core::cid::Cid;
 use sha2::{Digest, Sha256};
 
-use crate::cbor;
-use crate::check::invalid;
 use crate::error::Result;
 use crate::payload::{ToolDocument, ToolKind};
+use crate::values::cbor;
+use crate::values::check::invalid;
 
 use super::Kind;
 

@@ -8,13 +8,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
-use crate::cbor::Cbor;
 use crate::error::Result;
 use crate::payload::ToolDocument;
 use crate::query;
 use crate::schema::tool_documents;
+use crate::values::cbor::Cbor;
 
 use super::{Encoded, Kind, Row};
 

@@ -10,15 +10,15 @@
 
 use std::collections::BTreeMap;
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
 use crate::audit::Event;
-use crate::cbor::Cbor;
-use crate::check::invalid;
 use crate::error::{Error, Result};
 use crate::payload::{ToolDocument, ToolKind};
 use crate::schema::audit_events::Kind as AuditKind;
 use crate::schema::{agents, tool_documents};
+use crate::values::cbor::Cbor;
+use crate::values::check::invalid;
 use crate::{accounts, Store};
 
 use super::reconcile::{apply, held, plan, Change};

@@ -6,9 +6,9 @@
 //! never recurses without bound) and fails with [`Error::Invalid`](crate::Error::Invalid) naming
 //! the field, never with a panic.
 
-use crate::check::invalid;
 use crate::error::Result;
 use crate::payload::{Ipld, ToolDocument};
+use crate::values::check::invalid;
 
 use super::encoding::row_kind;
 use super::Kind;

@@ -5,9 +5,9 @@
 //! plain headers, its secret references and the secret values given with it, and no header
 //! name or value can split or end the request header.
 
-use crate::check::{invalid, non_empty_when_given};
 use crate::error::{Error, Result};
 use crate::payload::McpServerConfig;
+use crate::values::check::{invalid, non_empty_when_given};
 
 use super::owned::owned_secret_name;
 use super::{

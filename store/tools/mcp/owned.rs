@@ -6,16 +6,16 @@
 //! Each write or delete appends its `secret.*` audit event (the name, never the value) in the
 //! caller's transaction.
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
 use crate::audit::Event;
-use crate::cbor::Cbor;
 use crate::error::Result;
-use crate::ids;
 use crate::keys::Ring;
 use crate::payload::{Ipld, McpServerConfig, OpenMap, SecretMetadata};
 use crate::query;
 use crate::schema::secrets;
+use crate::values::cbor::Cbor;
+use crate::values::ids;
 
 /// The name of the secret that holds the value of `header` for the server `server`.
 pub fn owned_secret_name(server: &str, header: &str) -> String {

@@ -7,15 +7,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
-use crate::check::invalid;
 use crate::error::{Error, Result};
 use crate::payload::{
     AgentDefinition, Ipld, McpToolInfo, McpTools, OpenMap, ToolDocument, ToolKind,
 };
 use crate::query;
 use crate::tools::{self, Change, Encoded, Kind, ToolSync};
+use crate::values::check::invalid;
 
 use super::MAX_TOOL_NAME_BYTES;
 

@@ -6,16 +6,16 @@
 //! and appends its audit event (`mcp_server.*`, naming the server, never a header value) in the
 //! same transaction.
 
-use crate::db::Db;
+use crate::sql::db::Db;
 
 use crate::audit::Event;
-use crate::cbor::Cbor;
 use crate::error::{Error, Result};
-use crate::ids;
 use crate::payload::{AgentDefinition, McpServerConfig, McpServerStatus, McpTools, OpenMap};
 use crate::schema::audit_events::{Kind as AuditKind, Outcome as AuditOutcome};
 use crate::schema::mcp_servers;
 use crate::tools::ToolSync;
+use crate::values::cbor::Cbor;
+use crate::values::ids;
 use crate::{accounts, query, Store};
 
 use super::config::{check_server_name, checked_config};
