@@ -8,3 +8,4 @@ mod async_store;
 #[cfg(feature = "tokio")]
 mod example_server;
 mod feed;
+mod parity;
