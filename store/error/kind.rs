@@ -133,6 +133,7 @@ impl Error {
             // decoding only ever reads what is stored.
             Error::Invalid { .. }
             | Error::CopyValue { .. }
+            | Error::Decode { .. }
             | Error::Cbor(CborError::Encode { .. }) => ErrorKind::Invalid,
             Error::UnknownEnumValue { .. }
             | Error::InvalidBool { .. }
@@ -251,6 +252,7 @@ mod tests {
                 Error::Cbor(_) => "Cbor",
                 Error::RuntimeShutDown => "RuntimeShutDown",
                 Error::Unsupported { .. } => "Unsupported",
+                Error::Decode { .. } => "Decode",
                 #[cfg(feature = "postgres")]
                 Error::Postgres { .. } => "Postgres",
                 Error::PostgresRefused { .. } => "PostgresRefused",
@@ -397,6 +399,12 @@ mod tests {
                 kind: "builtin",
             },
             Error::RuntimeShutDown,
+            Error::Decode {
+                backend: "PostgreSQL",
+                index: 0,
+                column: text(),
+                detail: text(),
+            },
             Error::Unsupported {
                 what: "x",
                 backend: "PostgreSQL",

@@ -336,6 +336,21 @@ pub enum Error {
         /// The backend holding the store.
         backend: &'static str,
     },
+    /// A row's value could not be read as the type asked for, on a backend whose client has no
+    /// error of its own for that (PostgreSQL: the row was already fetched). On SQLite the same
+    /// failure is rusqlite's own, in [`Error::Sqlite`], so no error names a backend it did not
+    /// come from.
+    #[error("reading column {index} (`{column}`) of a row from {backend}: {detail}")]
+    Decode {
+        /// The backend the row came from.
+        backend: &'static str,
+        /// The column's position in the row (0-based).
+        index: usize,
+        /// The column as the statement names it.
+        column: String,
+        /// What was wrong.
+        detail: String,
+    },
     // The PostgreSQL backend.
     /// The PostgreSQL server failed or refused a statement, or could not be reached.
     #[cfg(feature = "postgres")]

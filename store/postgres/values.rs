@@ -9,7 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::sql::db::Columns;
-use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+use rusqlite::types::{FromSqlError, ToSqlOutput, Value, ValueRef};
 use tokio_postgres::types::{FromSql, IsNull, Kind, ToSql, Type};
 
 /// A bound value: the SQLite value, bound as the PostgreSQL type of the same meaning.
@@ -169,11 +169,36 @@ impl Columns for Row<'_> {
         self.values
             .get(idx)
             .map(ValueRef::from)
-            .ok_or(Error::Sqlite(rusqlite::Error::InvalidColumnIndex(idx)))
+            .ok_or_else(|| Error::Decode {
+                backend: "PostgreSQL",
+                index: idx,
+                column: String::new(),
+                detail: format!("the row has {} columns", self.values.len()),
+            })
     }
 
     fn name(&self, idx: usize) -> Option<&str> {
         self.names.get(idx).map(String::as_str)
+    }
+
+    fn decode_error(
+        &self,
+        idx: usize,
+        column: &str,
+        error: FromSqlError,
+        found: rusqlite::types::Type,
+    ) -> Error {
+        let detail = match error {
+            FromSqlError::InvalidType => format!("a {found} value is not of the type asked for"),
+            FromSqlError::OutOfRange(i) => format!("{i} is out of range for the type asked for"),
+            other => other.to_string(),
+        };
+        Error::Decode {
+            backend: "PostgreSQL",
+            index: idx,
+            column: self.name(idx).unwrap_or(column).to_string(),
+            detail,
+        }
     }
 }
 

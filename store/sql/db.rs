@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::sql::arguments::Params;
-use rusqlite::types::{ToSql, ValueRef};
+use rusqlite::types::{FromSqlError, ToSql, ValueRef};
 use rusqlite::Connection;
 
 use crate::feed::topic::{Notes, Topic};
@@ -298,11 +298,34 @@ pub trait Columns {
     /// The value of column `idx` (0-based).
     ///
     /// # Errors
-    /// [`Error::Sqlite`] when there is no such column.
+    /// The backend's own error when there is no such column: [`Error::Sqlite`] on SQLite,
+    /// [`Error::Decode`] on PostgreSQL.
     fn value(&self, idx: usize) -> Result<ValueRef<'_>>;
 
     /// The name of column `idx` as the statement gives it (its alias), for messages.
     fn name(&self, idx: usize) -> Option<&str>;
+
+    /// The error for column `idx` (`column` when the statement gives it no name), whose value
+    /// `found` cannot be read as the type asked for: rusqlite's own, as `rusqlite::Row::get`
+    /// fails (a value of the wrong storage class is `InvalidColumnType`, an integer out of range
+    /// `IntegralValueOutOfRange`, anything else a conversion failure). A backend other than
+    /// SQLite says it in its own words.
+    fn decode_error(
+        &self,
+        idx: usize,
+        column: &str,
+        error: FromSqlError,
+        found: rusqlite::types::Type,
+    ) -> Error {
+        Error::Sqlite(match error {
+            FromSqlError::InvalidType => {
+                let name = self.name(idx).unwrap_or(column).to_string();
+                rusqlite::Error::InvalidColumnType(idx, name, found)
+            }
+            FromSqlError::OutOfRange(i) => rusqlite::Error::IntegralValueOutOfRange(idx, i),
+            other => rusqlite::Error::FromSqlConversionFailure(idx, found, Box::new(other)),
+        })
+    }
 }
 
 impl Columns for rusqlite::Row<'_> {

@@ -8,7 +8,7 @@
 use crate::error::{Error, Result};
 use crate::sql::arguments::{Arguments, Params};
 use crate::sql::db::{Columns, Executor};
-use rusqlite::types::{FromSql, FromSqlError, ToSql, Value};
+use rusqlite::types::{FromSql, ToSql, Value};
 
 /// A statement checked at compile time, ready to run on a connection.
 pub struct Query<'a, R> {
@@ -149,24 +149,11 @@ impl<'a, R> Query<'a, R> {
     }
 }
 
-/// Reads column `idx` of `row` as `T`, failing as `rusqlite::Row::get` does: a value of the wrong
-/// storage class is `InvalidColumnType` naming the column as the statement does (else
-/// `column`), an integer out of range
-/// `IntegralValueOutOfRange`, anything else a conversion failure.
+/// Reads column `idx` of `row` as `T`, failing as the row's backend says it
+/// ([`Columns::decode_error`]).
 fn get<T: FromSql>(row: &dyn Columns, idx: usize, column: &str) -> Result<T> {
     let value = row.value(idx)?;
-    T::column_result(value).map_err(|e| {
-        Error::Sqlite(match e {
-            FromSqlError::InvalidType => {
-                let name = row.name(idx).unwrap_or(column).to_string();
-                rusqlite::Error::InvalidColumnType(idx, name, value.data_type())
-            }
-            FromSqlError::OutOfRange(i) => rusqlite::Error::IntegralValueOutOfRange(idx, i),
-            other => {
-                rusqlite::Error::FromSqlConversionFailure(idx, value.data_type(), Box::new(other))
-            }
-        })
-    })
+    T::column_result(value).map_err(|e| row.decode_error(idx, column, e, value.data_type()))
 }
 
 /// Decodes one column of a result row into a field type, naming the table and column in errors.

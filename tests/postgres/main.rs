@@ -6,6 +6,8 @@
 
 #[cfg(feature = "cli")]
 mod copy;
+#[cfg(feature = "postgres")]
+mod decode;
 mod differential;
 mod locks;
 mod pool;
