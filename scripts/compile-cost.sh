@@ -3,11 +3,14 @@
 # through `query!`, one through plain rusqlite. Dependencies are built once; each crate's own
 # rebuild (after touching its source) is timed nine times and the median reported. A
 # CARGO_TARGET_DIR already set is used (the dependencies are then shared with other builds).
+# OPT_LEVEL (default 0, Cargo's own default) is the build-override opt-level: what the proc
+# macros and the SQLite they prepare statements with are built at.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$root/target/compile-cost"
 n="${1:-200}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$work/target}"
+opt="${OPT_LEVEL:-0}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$work/target-O$opt}"
 rm -rf "$work/checked" "$work/plain"
 
 for kind in checked plain; do
@@ -25,9 +28,8 @@ rusqlite = "0.43"
 
 [workspace]
 
-# As the README advises: proc macros (and the SQLite they prepare statements with) built optimized.
 [profile.dev.build-override]
-opt-level = 3
+opt-level = $opt
 TOML
   {
     echo "#![allow(dead_code, clippy::all)]"
@@ -65,7 +67,7 @@ measure() {
 checked=$(measure checked)
 plain=$(measure plain)
 ratio=$(echo "scale=2; $checked / $plain" | bc)
-echo "statements: $n"
+echo "statements: $n, build-override opt-level $opt"
 echo "query! crate build:        ${checked}s (median of 9)"
 echo "plain rusqlite crate build: ${plain}s (median of 9)"
 echo "ratio: $ratio"
