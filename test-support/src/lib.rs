@@ -26,7 +26,7 @@ pub mod tools;
 /// name, then `name` (`feed::child` in the `handle` binary's `feed` module).
 #[macro_export]
 macro_rules! child_test {
-    ($name:literal) => {
+    ($name:expr) => {
         $crate::test_name(module_path!(), $name)
     };
 }
