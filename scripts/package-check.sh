@@ -39,6 +39,7 @@ tempfile = "3"
 seed-agents-store = { path = "$work/packaged/seed-agents-store-0.1.0" }
 seed-agents-macros = { path = "$work/packaged/seed-agents-macros-0.1.0" }
 seed-agents-codegen = { path = "$work/packaged/seed-agents-codegen-0.1.0" }
+seed-agents-model = { path = "$work/packaged/seed-agents-model-0.1.0" }
 seed-agents-schema = { path = "$work/packaged/seed-agents-schema-0.1.0" }
 TOML
 # The workspace's lock keeps third-party versions (and so their compiled artifacts) the same.
@@ -47,7 +48,7 @@ cp Cargo.lock "$work/app/"
 cd "$work/app"
 # Every crate of ours resolves to an unpacked package, none to the repository.
 metadata=$(cargo metadata --format-version 1 --quiet)
-for name in store macros codegen schema; do
+for name in store macros codegen model schema; do
   if ! grep -q "\"manifest_path\":\"$work/packaged/seed-agents-$name-0.1.0/Cargo.toml\"" <<<"$metadata"; then
     echo "package-check: seed-agents-$name does not come from its package" >&2
     exit 1

@@ -7,35 +7,32 @@
 //! entry point of the store's `build.rs`, and reports every table, column or index that
 //! [`coverage`] finds undocumented (a warning, or an error in CI).
 //!
-//! The runtime uses the model side only ([`introspect()`], [`diff()`], [`Schema::fingerprint`]) to
-//! verify a database file against the version it claims.
+//! The model itself ([`Schema`], [`introspect()`], [`diff()`]) lives in `seed-agents-model`, which
+//! the runtime depends on instead of this crate: the store verifies a database file against the
+//! version it claims without compiling the code generator.
 
 pub mod annotations;
 #[cfg(feature = "emit")]
 mod builder;
 pub mod coverage;
-pub mod diff;
 #[cfg(feature = "emit")]
 pub mod emit;
 mod error;
 #[cfg(feature = "emit")]
 mod ident;
-pub mod introspect;
 pub mod lock;
 pub mod migration;
-pub mod model;
 pub mod postgres;
 pub mod project;
 #[cfg(feature = "emit")]
 pub mod query;
-pub mod sql;
 #[cfg(feature = "emit")]
 mod typing;
 
 #[cfg(feature = "emit")]
 pub use builder::{Builder, Output, GENERATED_FILE};
-pub use diff::{diff, Difference};
 pub use error::{Error, Result};
-pub use introspect::introspect;
-pub use model::Schema;
 pub use project::{Baseline, Project};
+// The model, introspection, diff and lexing live in seed-agents-model, which the runtime
+// shares; they are re-exported so `seed_agents_codegen::model` and the rest read as before.
+pub use seed_agents_model::{diff, introspect, model, sql, Difference, Schema};

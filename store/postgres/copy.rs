@@ -20,8 +20,8 @@ use crate::{schema, Store};
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{IsNull, ToSql, Type};
 use rusqlite::types::ValueRef;
-use seed_agents_codegen::model::{Affinity, Column, Table};
-use seed_agents_codegen::Schema;
+use seed_agents_model::model::{Affinity, Column, Table};
+use seed_agents_model::Schema;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 

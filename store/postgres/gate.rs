@@ -10,7 +10,7 @@ use super::Database;
 use crate::error::{Error, Refusal, Result};
 use crate::schema;
 use postgres::GenericClient;
-use seed_agents_codegen::{diff, postgres as dialect, Schema};
+use seed_agents_model::{diff, postgres as dialect, Schema};
 
 /// What the gate found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,8 +13,8 @@ use crate::query;
 use crate::schema;
 use crate::sqlite::storage;
 use rusqlite::Connection;
-use seed_agents_codegen::introspect::catalog_text;
-use seed_agents_codegen::{diff, introspect, Schema};
+use seed_agents_model::introspect::catalog_text;
+use seed_agents_model::{diff, introspect, Schema};
 use std::path::Path;
 
 /// The `server_config` key holding the schema version as TEXT digits.

@@ -6,15 +6,14 @@
 //! There is no second hand-written baseline: a PostgreSQL database's structure at version N is
 //! `portable` of the model at N, whichever way it was reached.
 
-#[cfg(feature = "postgres")]
-mod catalog;
 mod ddl;
 mod plan;
 
-#[cfg(feature = "postgres")]
-pub use catalog::introspect;
-pub use ddl::{portable, render};
+pub use ddl::render;
 pub use plan::{dialect_path, plan, split_statements, Plan, Source, Step, BASELINE, DIALECT_DIR};
+#[cfg(feature = "postgres")]
+pub use seed_agents_model::postgres::introspect;
+pub use seed_agents_model::postgres::portable;
 #[cfg(feature = "emit")]
 mod syntax;
 #[cfg(feature = "emit")]

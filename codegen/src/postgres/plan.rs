@@ -6,7 +6,8 @@
 //! `NOT NULL` without a default, or a column whose type or nullability changes, makes the plan
 //! fail with the file to write instead. Derived steps change exactly the objects the diff names.
 
-use super::ddl::{self, portable, unsupported};
+use super::ddl::{self, unsupported};
+use super::portable;
 use crate::error::{read, Error, Result};
 use crate::model::{Schema, Table};
 use crate::project::Project;

@@ -5,7 +5,7 @@
 //! model, so the gate compares one fingerprint on both backends. Everything in the connection's
 //! `current_schema()` counts; nothing here writes.
 
-use super::ddl::{affinity_name, normal, predicate};
+use super::{affinity_name, normal, predicate};
 use crate::model::{Affinity, Column, ForeignKey, Index, IndexColumn, Schema, Table};
 use postgres::GenericClient;
 
