@@ -6,6 +6,9 @@
 //! file the gate has judged gets a refusal, each with advice that fits it.
 
 mod kind;
+mod location;
+
+pub(crate) use location::Location;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod refusal;
@@ -485,48 +488,11 @@ impl Error {
     }
 }
 
-std::thread_local! {
-    /// The database path of the store whose connection this thread last took, and whether that
-    /// store is read-only (set by `Store::conn` and `Store::conn_mut`). Domain operations return
-    /// SQLite's errors through `?`, which knows no path; this lets a read-only, full or failing
-    /// medium still be reported with the path it concerns.
-    static STORE_PATH: std::cell::RefCell<Option<(std::sync::Arc<Path>, bool)>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// Records `path` as the database this thread is working on (see [`STORE_PATH`]).
-pub(crate) fn working_on(path: &std::sync::Arc<Path>, read_only: bool) {
-    STORE_PATH.with_borrow_mut(|current| {
-        let same = current
-            .as_ref()
-            .is_some_and(|(c, ro)| std::sync::Arc::ptr_eq(c, path) && *ro == read_only);
-        if !same {
-            *current = Some((path.clone(), read_only));
-        }
-    });
-}
-
 impl From<rusqlite::Error> for Error {
-    /// A read-only, full or failing medium becomes its typed variant naming the database this
-    /// thread works on; busy is left to the caller's retry policy, everything else is
-    /// [`Error::Sqlite`].
+    /// [`Error::Sqlite`]: a statement's error knows no path; the frame or the read it ran in
+    /// classifies it ([`Error::located`]).
     fn from(e: rusqlite::Error) -> Error {
-        use rusqlite::ErrorCode as C;
-        let code = e.sqlite_error_code();
-        let storage = matches!(
-            code,
-            Some(C::ReadOnly | C::DiskFull | C::SystemIoFailure | C::PermissionDenied)
-        );
-        let hot = matches!(&e, rusqlite::Error::SqliteFailure(f, _)
-            if f.extended_code == rusqlite::ffi::SQLITE_READONLY_ROLLBACK);
-        match STORE_PATH.with_borrow(|p| p.clone()) {
-            Some((path, true)) if code == Some(C::ReadOnly) && !hot => Error::ReadOnly {
-                path: path.to_path_buf(),
-                detail: format!("the store was opened read-only ({e})"),
-            },
-            Some((path, _)) if storage => Error::from_sqlite(e, &path),
-            _ => Error::Sqlite(e),
-        }
+        Error::Sqlite(e)
     }
 }
 

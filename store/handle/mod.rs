@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use crate::error::{self, Result};
+use crate::error::{Location, Result};
 use crate::feed::hub::Hub;
 use crate::keys::KeyProvider;
 use crate::schema;
@@ -148,13 +148,16 @@ impl Store {
         Ok(Store {
             shared: Arc::new(Shared {
                 engine: Engine::Sqlite {
-                    writer: Writer::new(writer, sharing.batch, path.clone()),
+                    writer: Writer::new(writer, sharing.batch),
                     checkpoints,
                     readers: Pool::new(
                         first_reader,
                         sharing.read_connections,
                         sharing.busy_timeout,
-                        path.clone(),
+                        Location {
+                            path: path.clone(),
+                            read_only,
+                        },
                         opener,
                     ),
                 },
@@ -188,6 +191,15 @@ impl Store {
                 keys,
                 feed: Hub::default(),
             }),
+        }
+    }
+
+    /// Where the store lives, for classifying SQLite's errors where a frame or a read on it
+    /// starts ([`crate::error::Location`]).
+    pub(crate) fn location(&self) -> Location {
+        Location {
+            path: self.shared.path.clone(),
+            read_only: self.shared.read_only,
         }
     }
 
@@ -254,7 +266,6 @@ impl Store {
     /// [`Error::Busy`]: crate::Error::Busy
     /// [`Error::Unsupported`]: crate::Error::Unsupported
     pub fn conn(&self) -> Result<Reader<'_>> {
-        error::working_on(&self.shared.path, self.shared.read_only);
         match &self.shared.engine {
             Engine::Sqlite { readers, .. } => readers.get(),
             #[cfg(feature = "postgres")]
@@ -296,7 +307,8 @@ impl Store {
         match &self.shared.engine {
             Engine::Sqlite { .. } => {
                 let conn = self.conn()?;
-                conn.execute_batch("BEGIN DEFERRED")?;
+                conn.execute_batch("BEGIN DEFERRED")
+                    .map_err(|e| conn.location().classify(e))?;
                 Ok(Reading::Sqlite(conn))
             }
             #[cfg(feature = "postgres")]
@@ -333,7 +345,6 @@ impl Store {
     /// # Errors
     /// [`Error::Unsupported`] on another backend.
     pub(crate) fn sqlite_writer(&self) -> Result<&Writer> {
-        error::working_on(&self.shared.path, self.shared.read_only);
         match &self.shared.engine {
             Engine::Sqlite { writer, .. } => Ok(writer),
             #[cfg(feature = "postgres")]
@@ -363,8 +374,8 @@ impl Store {
             return Ok(());
         }
         self.sqlite_writer()?
-            .between_batches(|conn| conn.pragma_update(None, "synchronous", mode))?;
-        Ok(())
+            .between_batches(|conn| conn.pragma_update(None, "synchronous", mode))
+            .map_err(|e| self.location().classify(e))
     }
 
     /// How many batches the writer has committed, and how many operations they held, since
@@ -458,7 +469,7 @@ impl Reading<'_> {
     /// The connection, for an operation's statements.
     pub fn db(&self) -> Db<'_> {
         match self {
-            Reading::Sqlite(reader) => Db::sqlite(reader),
+            Reading::Sqlite(reader) => Db::sqlite(reader).located(reader.location()),
             #[cfg(feature = "postgres")]
             Reading::Postgres(lease) => Db::postgres(lease.session()),
         }

@@ -58,7 +58,8 @@ impl Store {
         let _ = isolation; // SQLite runs every write alone.
         let value = self
             .sqlite_writer()?
-            .run(|conn| noted(Db::sqlite(conn), self.now_ms()))?;
+            .run(|conn| noted(Db::sqlite(conn), self.now_ms()))
+            .map_err(|e| e.located(&self.location()))?;
         self.feed().publish(notes.borrow().iter());
         Ok(value)
     }
@@ -106,11 +107,14 @@ impl Store {
             return self.write_locking(op);
         }
         let clock = self.clock().clone();
-        let (value, notes) = self.sqlite_writer()?.run_owned(move |conn| {
-            let notes = Notes::default();
-            let value = op(&Db::sqlite(conn).noting(&notes), clock.now_ms())?;
-            Ok((value, notes.into_inner()))
-        })?;
+        let (value, notes) = self
+            .sqlite_writer()?
+            .run_owned(move |conn| {
+                let notes = Notes::default();
+                let value = op(&Db::sqlite(conn).noting(&notes), clock.now_ms())?;
+                Ok((value, notes.into_inner()))
+            })
+            .map_err(|e| e.located(&self.location()))?;
         self.feed().publish(notes.iter());
         Ok(value)
     }

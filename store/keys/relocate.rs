@@ -40,11 +40,17 @@ impl Store {
         let Ok(writer) = self.sqlite_writer() else {
             return f();
         };
+        let at = |e| self.location().classify(e);
         let before: i64 = writer
-            .between_batches(|c| c.pragma_query_value(None, "secure_delete", |r| r.get(0)))?;
-        writer.between_batches(|c| c.pragma_update(None, "secure_delete", true))?;
+            .between_batches(|c| c.pragma_query_value(None, "secure_delete", |r| r.get(0)))
+            .map_err(at)?;
+        writer
+            .between_batches(|c| c.pragma_update(None, "secure_delete", true))
+            .map_err(at)?;
         let outcome = f();
-        writer.between_batches(|c| c.pragma_update(None, "secure_delete", before))?;
+        writer
+            .between_batches(|c| c.pragma_update(None, "secure_delete", before))
+            .map_err(at)?;
         outcome
     }
 
@@ -170,10 +176,12 @@ impl Store {
             pool.get()?.session().batch("VACUUM server_config")?;
             return Ok(false);
         }
-        self.sqlite_writer()?.between_batches(|c| -> Result<bool> {
-            c.execute_batch("VACUUM")?;
-            let busy: i64 = c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
-            Ok(busy == 0)
-        })
+        self.sqlite_writer()?
+            .between_batches(|c| -> Result<bool> {
+                c.execute_batch("VACUUM")?;
+                let busy: i64 = c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+                Ok(busy == 0)
+            })
+            .map_err(|e| e.located(&self.location()))
     }
 }

@@ -4,7 +4,7 @@
 //! (and rows only as [`Columns`]), never a backend's own connection or row type, so each
 //! operation is written once and runs with the same semantics on every backend.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Location, Result};
 use crate::sql::arguments::Params;
 use rusqlite::types::{FromSqlError, ToSql, ValueRef};
 use rusqlite::Connection;
@@ -18,6 +18,9 @@ pub struct Db<'a> {
     inner: Inner<'a>,
     /// Where a write frame collects the topics to wake after its commit (none on reads).
     notes: Option<&'a Notes>,
+    /// The store's file, when the caller set one: SQLite's trouble in the medium is then
+    /// reported naming it.
+    location: Option<&'a Location>,
 }
 
 #[derive(Clone, Copy)]
@@ -43,6 +46,7 @@ impl<'a> Db<'a> {
         Db {
             inner: Inner::Sqlite(conn),
             notes: None,
+            location: None,
         }
     }
 
@@ -52,6 +56,23 @@ impl<'a> Db<'a> {
         Db {
             inner: Inner::Postgres(session),
             notes: None,
+            location: None,
+        }
+    }
+
+    /// This connection on the store at `location`, whose errors name it.
+    pub(crate) fn located(self, location: &'a Location) -> Db<'a> {
+        Db {
+            location: Some(location),
+            ..self
+        }
+    }
+
+    /// `e`, classified at this connection's store when it has one.
+    fn locate(&self, e: Error) -> Error {
+        match self.location {
+            Some(location) => e.located(location),
+            None => e,
         }
     }
 
@@ -100,7 +121,7 @@ impl<'a> Db<'a> {
         f: &mut dyn FnMut(&dyn Columns) -> Result<bool>,
     ) -> Result<()> {
         match self.inner {
-            Inner::Sqlite(conn) => {
+            Inner::Sqlite(conn) => (|| {
                 let mut stmt = conn.prepare_cached(sql)?;
                 let rows = match params {
                     Params::Slice(params) => stmt.query(params)?,
@@ -110,7 +131,8 @@ impl<'a> Db<'a> {
                     }
                 };
                 sqlite_rows(rows, f)
-            }
+            })()
+            .map_err(|e| self.locate(e)),
             #[cfg(feature = "postgres")]
             Inner::Postgres(session) => match params {
                 Params::Slice(params) => session.each_row(sql, params, f),
@@ -128,7 +150,9 @@ impl<'a> Db<'a> {
         f: &mut dyn FnMut(&dyn Columns) -> Result<bool>,
     ) -> Result<()> {
         match self.inner {
-            Inner::Sqlite(conn) => sqlite_rows(conn.prepare(sql)?.query(params)?, f),
+            Inner::Sqlite(conn) => {
+                (|| sqlite_rows(conn.prepare(sql)?.query(params)?, f))().map_err(|e| self.locate(e))
+            }
             #[cfg(feature = "postgres")]
             Inner::Postgres(session) => session.each_row_once(sql, params, f),
         }
@@ -137,7 +161,7 @@ impl<'a> Db<'a> {
     /// Runs `sql` with `params` and returns the number of rows it changed.
     pub(crate) fn execute(&self, sql: &'static str, params: Params<'_>) -> Result<usize> {
         match self.inner {
-            Inner::Sqlite(conn) => {
+            Inner::Sqlite(conn) => (|| -> Result<usize> {
                 let mut stmt = conn.prepare_cached(sql)?;
                 Ok(match params {
                     Params::Slice(params) => stmt.execute(params)?,
@@ -146,7 +170,8 @@ impl<'a> Db<'a> {
                         stmt.raw_execute()?
                     }
                 })
-            }
+            })()
+            .map_err(|e| self.locate(e)),
             #[cfg(feature = "postgres")]
             Inner::Postgres(session) => match params {
                 Params::Slice(params) => session.execute(sql, params),
@@ -288,7 +313,7 @@ impl Executor for rusqlite::Savepoint<'_> {
 
 impl Executor for crate::Reader<'_> {
     fn db(&self) -> Db<'_> {
-        Db::sqlite(self)
+        Db::sqlite(self).located(self.location())
     }
 }
 

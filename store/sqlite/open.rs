@@ -6,7 +6,7 @@
 //! was. A read-only open and `status` never write. A read-write open of a current file writes
 //! only when planner statistics are missing or stale, and never waits to find out.
 
-use crate::error::{self, Error, Result};
+use crate::error::{Error, Location, Result};
 use crate::handle::{Parts, Sharing, Store};
 use crate::keys::{DatabaseKeyProvider, KeyProvider};
 use crate::schema;
@@ -226,12 +226,14 @@ pub fn status(path: impl AsRef<Path>) -> Result<StatusReport> {
 /// `immutable` connection is repeated when another connection opened or changed the file while
 /// it ran (it could have read a half-written state).
 pub(crate) fn snapshot<T>(path: &Path, look: impl Fn(&Connection) -> Result<T>) -> Result<T> {
-    let shared: Arc<Path> = Arc::from(path);
-    error::working_on(&shared, true);
+    let location = Location {
+        path: Arc::from(path),
+        read_only: true,
+    };
     let mut attempts = 0;
     loop {
         let (conn, unchanged) = storage::open_read_only(path, Look::Snapshot)?;
-        let seen = look(&conn);
+        let seen = look(&conn).map_err(|e| e.located(&location));
         drop(conn);
         attempts += 1;
         // After one change another connection has a -wal and -shm open, so the next look is a
@@ -402,12 +404,21 @@ impl OpenOptions {
     ///
     /// # Errors
     /// As [`Store::open`].
-    pub fn open(mut self, path: impl AsRef<Path>) -> Result<Store> {
+    pub fn open(self, path: impl AsRef<Path>) -> Result<Store> {
         if let Some(url) = postgres_url(path.as_ref()) {
             return self.open_postgres(url, false);
         }
-        let shared: Arc<Path> = Arc::from(path.as_ref());
-        error::working_on(&shared, false);
+        let location = Location {
+            path: Arc::from(path.as_ref()),
+            read_only: false,
+        };
+        self.open_file(location.path.clone())
+            .map_err(|e| e.located(&location))
+    }
+
+    /// [`OpenOptions::open`] of a SQLite file; what fails unclassified is classified at the
+    /// file by the caller.
+    fn open_file(mut self, shared: Arc<Path>) -> Result<Store> {
         let path = shared.to_path_buf();
         storage::prepare(&path)?;
         let at = |e: rusqlite::Error| Error::from_sqlite(e, &path);
@@ -448,8 +459,17 @@ impl OpenOptions {
         if let Some(url) = postgres_url(path.as_ref()) {
             return self.open_postgres(url, true);
         }
-        let shared: Arc<Path> = Arc::from(path.as_ref());
-        error::working_on(&shared, true);
+        let location = Location {
+            path: Arc::from(path.as_ref()),
+            read_only: true,
+        };
+        self.open_file_read_only(location.path.clone())
+            .map_err(|e| e.located(&location))
+    }
+
+    /// [`OpenOptions::open_read_only`] of a SQLite file; what fails unclassified is classified
+    /// at the file by the caller.
+    fn open_file_read_only(self, shared: Arc<Path>) -> Result<Store> {
         let path = shared.to_path_buf();
         storage::check_path(&path)?;
         std::fs::metadata(&path).map_err(|e| Error::from_io(e, &path))?;

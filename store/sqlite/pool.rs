@@ -7,13 +7,13 @@
 //! hanging.
 
 use std::ops::Deref;
-use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Location, Result};
 
 /// Opens one more read connection.
 pub(crate) type Opener = Box<dyn Fn() -> Result<Connection> + Send + Sync>;
@@ -25,7 +25,8 @@ pub(crate) struct Pool {
     size: usize,
     wait: Duration,
     opener: Opener,
-    path: Arc<Path>,
+    /// The store's file, for the errors its readers meet.
+    location: Location,
 }
 
 struct Idle {
@@ -49,7 +50,7 @@ impl Pool {
         first: Connection,
         size: usize,
         wait: Duration,
-        path: Arc<Path>,
+        location: Location,
         opener: Opener,
     ) -> Pool {
         Pool {
@@ -61,7 +62,7 @@ impl Pool {
             size: size.max(1),
             wait,
             opener,
-            path,
+            location,
         }
     }
 
@@ -91,14 +92,14 @@ impl Pool {
                             .lock()
                             .unwrap_or_else(PoisonError::into_inner)
                             .opened -= 1;
-                        Err(e.at(&self.path))
+                        Err(e.at(&self.location.path))
                     }
                 };
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(Error::Busy {
-                    path: self.path.to_path_buf(),
+                    path: self.location.path.to_path_buf(),
                     detail: format!(
                         "all {} read connections stayed in use for {:?}; hold a connection \
                          from `Store::conn` only as long as a read needs it, or open the store \
@@ -141,6 +142,13 @@ impl Deref for Reader<'_> {
 impl std::borrow::Borrow<Connection> for Reader<'_> {
     fn borrow(&self) -> &Connection {
         self
+    }
+}
+
+impl Reader<'_> {
+    /// The store's file, for classifying what SQLite says on this connection.
+    pub(crate) fn location(&self) -> &Location {
+        &self.pool.location
     }
 }
 

@@ -16,7 +16,6 @@
 //! and both kinds of operation take turns on one connection.
 
 use std::panic::{self, AssertUnwindSafe};
-use std::path::Path;
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock, PoisonError, TryLockError};
 
@@ -35,8 +34,6 @@ pub(crate) struct Writer {
     queued: Arc<AtomicIsize>,
     /// The writer thread, started by the first operation queued.
     thread: OnceLock<Option<Thread>>,
-    /// The database, named in the errors the writer thread reports.
-    path: Arc<Path>,
 }
 
 #[derive(Debug)]
@@ -46,12 +43,11 @@ struct Thread {
 }
 
 impl Writer {
-    pub(crate) fn new(conn: Connection, bounds: Bounds, path: Arc<Path>) -> Writer {
+    pub(crate) fn new(conn: Connection, bounds: Bounds) -> Writer {
         Writer {
             frame: Arc::new(Frame::new(conn, bounds)),
             queued: Arc::new(AtomicIsize::new(0)),
             thread: OnceLock::new(),
-            path,
         }
     }
 
@@ -108,12 +104,10 @@ impl Writer {
                 let (jobs, queue) = mpsc::channel::<Queued>();
                 let frame = self.frame.clone();
                 let queued = self.queued.clone();
-                let path = self.path.clone();
                 let most = frame.bounds.operations.max(1);
                 let handle = std::thread::Builder::new()
                     .name("seed-agents-writer".into())
                     .spawn(move || {
-                        crate::error::working_on(&path, false);
                         while let Ok(first) = queue.recv() {
                             let n = frame.run_jobs(first, queue.try_iter().take(most - 1));
                             queued.fetch_sub(n as isize, Ordering::SeqCst);

@@ -29,7 +29,7 @@ fn fixture(operations: usize) -> Fixture {
     };
     Fixture {
         _dir: dir,
-        writer: Writer::new(conn, bounds, std::sync::Arc::from(path.as_path())),
+        writer: Writer::new(conn, bounds),
         path,
     }
 }
