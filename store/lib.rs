@@ -96,11 +96,12 @@ pub use handle::{Durability, Reading, Store};
 pub use sqlite::commit::CommitStats;
 pub use sqlite::migrate::{EmbeddedMigration, Outcome, Progress};
 pub use sqlite::open::{
-    is_postgres_url, resolve_path, status, OpenOptions, StatusReport, Verdict, DB_PATH_ENV,
-    DEFAULT_BATCH_AGE, DEFAULT_BATCH_OPERATIONS, DEFAULT_CONNECTION_LIFETIME, DEFAULT_DB_PATH,
+    is_postgres_url, resolve_path, OpenOptions, DB_PATH_ENV, DEFAULT_BATCH_AGE,
+    DEFAULT_BATCH_OPERATIONS, DEFAULT_CONNECTION_LIFETIME, DEFAULT_DB_PATH,
     DEFAULT_IDLE_IN_TRANSACTION, DEFAULT_KEEPALIVE, DEFAULT_READ_CONNECTIONS,
 };
 pub use sqlite::pool::Reader;
+pub use sqlite::status::{status, StatusReport, Verdict};
 
 /// The one home of what generated code and the query macros reach the runtime through.
 ///

@@ -490,7 +490,7 @@ impl Error {
 
 impl From<rusqlite::Error> for Error {
     /// [`Error::Sqlite`]: a statement's error knows no path; the frame or the read it ran in
-    /// classifies it ([`Error::located`]).
+    /// classifies it at the store's location (see `error::location`).
     fn from(e: rusqlite::Error) -> Error {
         Error::Sqlite(e)
     }

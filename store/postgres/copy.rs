@@ -70,7 +70,7 @@ pub fn copy(from: &Path, to: &str) -> Result<CopyReport> {
     // One look that leaves nothing beside the source, repeated if a writer changed it meanwhile.
     // A source that claims this version (or nothing parseable) is judged by the read-only open
     // below; only one behind is judged here, before its snapshot is taken.
-    let version = crate::sqlite::open::snapshot(from, |conn| {
+    let version = crate::sqlite::status::snapshot(from, |conn| {
         let claimed =
             crate::sqlite::gate::claimed_version(conn).and_then(|v| v.parse::<u32>().ok());
         if claimed.is_none_or(|v| v >= latest) {

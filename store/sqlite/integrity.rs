@@ -8,7 +8,7 @@
 use crate::error::{Error, Result};
 use crate::schema;
 use crate::sqlite::gate::{self, State};
-use crate::sqlite::open::{snapshot, Verdict};
+use crate::sqlite::status::{snapshot, Verdict};
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 

@@ -14,4 +14,5 @@ pub mod migrate;
 pub(crate) mod open;
 pub(crate) mod pool;
 pub(crate) mod statistics;
+pub(crate) mod status;
 pub(crate) mod storage;

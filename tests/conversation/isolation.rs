@@ -30,9 +30,8 @@ use seed_agents_store::triggers::{
 use seed_agents_store::waits::DeliverySource;
 use seed_agents_store::Error;
 use support::case;
-use support::isolation::setup::{
-    continuation, draft_fields, mcp_input, new_session, trigger, workflow,
-};
+use support::isolation::setup::{continuation, draft_fields, mcp_input, new_session, trigger};
+use support::isolation::worker::workflow;
 use support::isolation::{run_cases, snapshot, world, Case, B, C, D, T};
 use support::tools::{builtin, lambda};
 

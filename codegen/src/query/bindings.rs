@@ -9,8 +9,8 @@
 //! A parameter that is part of a larger expression (`col + ? > 3`, `lower(col) = ?`, `LIMIT ?`)
 //! binds to nothing: the expression's type is SQLite's to decide at run time.
 
-use super::describe::Tokens;
 use super::scopes::{is_name, opens_query, Resolved, Scopes};
+use super::tokens::Tokens;
 use crate::model::Affinity;
 use crate::sql::TokenKind;
 use crate::Baseline;

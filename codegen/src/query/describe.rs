@@ -4,9 +4,10 @@
 //! and the type of a top-level `CAST`.
 
 use super::bindings::{self, Unknowable};
+use super::tokens::Tokens;
 use super::Checker;
 use crate::model::Affinity;
-use crate::sql::{self, Token, TokenKind};
+use crate::sql::Token;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One result column of a described statement.
@@ -39,15 +40,6 @@ pub struct Described {
     pub unknowable: BTreeMap<usize, Unknowable>,
 }
 
-/// A statement's tokens without comments, each parameter and each operator one token, with what
-/// the readings of the text share: the partner of each parenthesis and the 1-based index of each
-/// parameter.
-pub(super) struct Tokens<'a> {
-    pub(super) list: Vec<Token<'a>>,
-    pub(super) partner: Vec<Option<usize>>,
-    pub(super) param: Vec<Option<usize>>,
-}
-
 impl Checker {
     /// Prepares `sql` against the schema and describes it; `Err` carries SQLite's message.
     pub fn describe(&self, sql_text: &str) -> Result<Described, String> {
@@ -55,15 +47,8 @@ impl Checker {
             rusqlite::Error::SqliteFailure(_, Some(m)) => m,
             other => other.to_string(),
         })?;
-        let list = merge_tokens(
-            sql_text,
-            sql::tokenize(sql_text)
-                .map_err(|e| format!("unterminated {} on line {}", e.what, e.line))?
-                .into_iter()
-                .filter(|t| t.kind != TokenKind::Comment)
-                .collect(),
-        );
-        let casts = result_casts(&list);
+        let tokens = Tokens::read(sql_text, |name| stmt.parameter_index(name).ok().flatten())?;
+        let casts = result_casts(&tokens.list);
         let columns: Vec<ResultColumn> = stmt
             .columns_with_metadata()
             .enumerate()
@@ -79,30 +64,6 @@ impl Checker {
                     .and_then(|c| c[i]),
             })
             .collect();
-        // `?` takes the number after the largest before it, `?N` its own, a name SQLite's.
-        let mut sequential = 0usize;
-        let param = list
-            .iter()
-            .map(|t| {
-                if !is_param(t) {
-                    return None;
-                }
-                let n = match t.text.strip_prefix('?') {
-                    Some("") => Some(sequential + 1),
-                    Some(n) => n.parse().ok(),
-                    None => stmt.parameter_index(t.text).ok().flatten(),
-                };
-                if let Some(n) = n {
-                    sequential = sequential.max(n);
-                }
-                n
-            })
-            .collect();
-        let tokens = Tokens {
-            partner: partners(&list),
-            param,
-            list,
-        };
         let outer_join = tokens
             .list
             .iter()
@@ -118,57 +79,6 @@ impl Checker {
             unknowable: p.unknowable,
         })
     }
-}
-
-/// The partner of each parenthesis (`None` for other tokens, and for an unbalanced one).
-fn partners(tokens: &[Token<'_>]) -> Vec<Option<usize>> {
-    let mut out = vec![None; tokens.len()];
-    let mut open = Vec::new();
-    for (i, t) in tokens.iter().enumerate() {
-        match t.text {
-            "(" => open.push(i),
-            ")" => {
-                if let Some(o) = open.pop() {
-                    out[o] = Some(i);
-                    out[i] = Some(o);
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-/// Operators of more than one character.
-const OPERATORS: &[&str] = &["<=", ">=", "<>", "!=", "==", "||", "<<", ">>", "->", "->>"];
-
-/// Joins each parameter into one token: `?` with an adjacent number (`?3`), and `:`, `@` or `$`
-/// with an adjacent name (`:id`); and each operator (`<=`, `||`, ..).
-fn merge_tokens<'a>(src: &'a str, tokens: Vec<Token<'a>>) -> Vec<Token<'a>> {
-    let mut out: Vec<Token<'a>> = Vec::with_capacity(tokens.len());
-    for t in tokens {
-        if let Some(prev) = out.last_mut() {
-            let adjacent = prev.offset + prev.text.len() == t.offset;
-            let joined = &src[prev.offset..t.offset + t.text.len()];
-            let joins = matches!(
-                (prev.text, t.kind),
-                ("?", TokenKind::Number) | (":" | "@" | "$", TokenKind::Word)
-            ) || (t.kind == TokenKind::Punct && OPERATORS.contains(&joined));
-            if adjacent && joins && prev.kind == TokenKind::Punct {
-                prev.text = joined;
-                continue;
-            }
-        }
-        out.push(t);
-    }
-    out
-}
-
-/// True for a parameter: `?`, `?N`, `:name`, `@name`, `$name` (joined by [`merge_tokens`]).
-fn is_param(t: &Token<'_>) -> bool {
-    t.kind == TokenKind::Punct
-        && (t.text == "?"
-            || (t.text.len() > 1 && ["?", ":", "@", "$"].iter().any(|p| t.text.starts_with(p))))
 }
 
 /// The affinity of each top-level `CAST(.. AS type)` result column of a plain SELECT (or a

@@ -17,6 +17,7 @@ mod describe;
 mod expand;
 mod input;
 mod scopes;
+mod tokens;
 
 pub use bindings::Unknowable;
 pub use describe::{Described, ResultColumn};

@@ -4,7 +4,7 @@
 //! have no type the macros know. A name resolves as SQLite resolves it, in its own scope first,
 //! then outward.
 
-use super::describe::Tokens;
+use super::tokens::Tokens;
 use crate::sql::{Token, TokenKind};
 use crate::Baseline;
 

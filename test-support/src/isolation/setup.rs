@@ -20,7 +20,7 @@ use seed_agents_store::triggers::{
 };
 use seed_agents_store::Store;
 
-use super::worker::worker_setup;
+use super::worker::{worker_setup, workflow};
 use super::{Ids, C, D, T};
 use crate::tools::{builtin, lambda, object_schema, s};
 
@@ -40,13 +40,6 @@ pub fn new_session(agent: &str, parent: Option<&str>) -> NewSession {
         parent_session_id: parent.map(str::to_owned),
         ..NewSession::default()
     }
-}
-
-/// A workflow run of `agent` in `account` titled `title`.
-pub fn workflow(account: &str, agent: &str, title: &str) -> NewRun {
-    let mut run = NewRun::new(account, Kind::Workflow, Origin::Workflow, title);
-    run.agent_id = Some(agent.into());
-    run
 }
 
 /// A trigger `name` of `agent` in `account` firing on `source`.

@@ -3,10 +3,10 @@
 
 use seed_agents_store::lease::Claim;
 use seed_agents_store::payload::*;
-use seed_agents_store::runs::{ContinueAsNew, RunOutcome};
+use seed_agents_store::runs::{ContinueAsNew, NewRun, RunOutcome};
+use seed_agents_store::schema::runs::{Kind, Origin};
 use seed_agents_store::Store;
 
-use super::setup::workflow;
 use super::{Case, B, T};
 
 /// An account's runs that are claimed or parked, each named by a probe.
@@ -36,6 +36,13 @@ pub fn log_entry(call_seq: u64) -> WorkflowJournalEntry {
         key: None,
         extra: OpenMap::new(),
     })
+}
+
+/// A workflow run of `agent` in `account` titled `title`.
+pub fn workflow(account: &str, agent: &str, title: &str) -> NewRun {
+    let mut run = NewRun::new(account, Kind::Workflow, Origin::Workflow, title);
+    run.agent_id = Some(agent.into());
+    run
 }
 
 /// Enqueues and claims a workflow run of `account`; returns the worker's claim.
