@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 target=${CARGO_TARGET_DIR:-$root/target}
 
-cargo package --workspace --exclude seed-agents-downstream --exclude seed-agents-test-support --no-verify --locked --allow-dirty --quiet
+cargo package --workspace --exclude seed-agents-downstream --exclude seed-agents-test-support --exclude seed-agents-ui-tests --no-verify --locked --allow-dirty --quiet
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

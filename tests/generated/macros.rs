@@ -241,7 +241,7 @@ macro_rules! ids {
 
 #[test]
 fn parameters_bind_to_the_column_in_every_comparison_form() {
-    // The same forms with an argument of the wrong type are in tests/ui/fail/argument_*.rs.
+    // The same forms with an argument of the wrong type are in ui/tests/ui/fail/argument_*.rs.
     let (_d, store, raw) = store();
     query!("UPDATE runs SET attempt = ?1 WHERE id = ?2", 3, "r2")
         .execute(&raw)

@@ -7,4 +7,3 @@
 mod docs;
 mod macros;
 mod serde;
-mod ui;

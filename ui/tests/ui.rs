@@ -6,7 +6,7 @@
 
 #[test]
 fn ui() {
-    let pinned = include_str!("../ui/TOOLCHAIN").trim();
+    let pinned = include_str!("ui/TOOLCHAIN").trim();
     let rustc =
         std::process::Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
             .arg("--version")
@@ -15,7 +15,7 @@ fn ui() {
     let version = String::from_utf8_lossy(&rustc.stdout);
     if !version.starts_with(&format!("rustc {pinned} ")) {
         let why = format!(
-            "the .stderr files were made with rustc {pinned}, this is {}; run `cargo +{pinned} test --test ui`",
+            "the .stderr files were made with rustc {pinned}, this is {}; run `cargo +{pinned} test -p seed-agents-ui-tests`",
             version.trim()
         );
         assert!(
