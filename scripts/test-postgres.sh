@@ -12,6 +12,8 @@ cd "$(dirname "$0")/.."
 export SEED_AGENTS_TEST_BACKEND=postgres
 # The domain families run whole, but for the parts that test SQLite itself or one process's
 # key material (secret keys, the audit chain's races between processes on one file).
-cargo test --all-features "$@" --test execution --test tools --test handle
-cargo test --all-features "$@" --test conversation -- --skip keys::
-cargo test --all-features "$@" --test maintenance -- --skip audit_races::
+# `--workspace` gives the same features as the README's test command, so what that command
+# built is reused rather than built again with the root package's features alone.
+cargo test --workspace --all-features "$@" --test execution --test tools --test handle
+cargo test --workspace --all-features "$@" --test conversation -- --skip keys::
+cargo test --workspace --all-features "$@" --test maintenance -- --skip audit_races::
