@@ -66,9 +66,9 @@ pub struct Store {
 #[derive(Debug)]
 struct Shared {
     engine: Engine,
-    /// The database file, or a PostgreSQL database's URL without its password.
-    path: Arc<Path>,
-    read_only: bool,
+    /// The database file (or a PostgreSQL database's URL without its password) and whether it
+    /// was opened read-only.
+    location: Location,
     outcome: Outcome,
     clock: Arc<dyn Clock>,
     keys: Arc<dyn KeyProvider>,
@@ -154,15 +154,10 @@ impl Store {
                         first_reader,
                         sharing.read_connections,
                         sharing.busy_timeout,
-                        Location {
-                            path: path.clone(),
-                            read_only,
-                        },
                         opener,
                     ),
                 },
-                path,
-                read_only,
+                location: Location { path, read_only },
                 outcome,
                 clock,
                 keys,
@@ -184,8 +179,7 @@ impl Store {
         Store {
             shared: Arc::new(Shared {
                 engine: Engine::Postgres(pool),
-                path,
-                read_only,
+                location: Location { path, read_only },
                 outcome,
                 clock,
                 keys,
@@ -196,16 +190,13 @@ impl Store {
 
     /// Where the store lives, for classifying SQLite's errors where a frame or a read on it
     /// starts ([`crate::error::Location`]).
-    pub(crate) fn location(&self) -> Location {
-        Location {
-            path: self.shared.path.clone(),
-            read_only: self.shared.read_only,
-        }
+    pub(crate) fn location(&self) -> &Location {
+        &self.shared.location
     }
 
     /// Whether the store was opened with [`Store::open_read_only`].
     pub fn is_read_only(&self) -> bool {
-        self.shared.read_only
+        self.shared.location.read_only
     }
 
     /// The clock operations take "now" from.
@@ -228,7 +219,7 @@ impl Store {
 
     /// The database file.
     pub fn path(&self) -> &Path {
-        &self.shared.path
+        &self.shared.location.path
     }
 
     /// What opening did.
@@ -267,7 +258,7 @@ impl Store {
     /// [`Error::Unsupported`]: crate::Error::Unsupported
     pub fn conn(&self) -> Result<Reader<'_>> {
         match &self.shared.engine {
-            Engine::Sqlite { readers, .. } => readers.get(),
+            Engine::Sqlite { readers, .. } => readers.get(&self.shared.location),
             #[cfg(feature = "postgres")]
             Engine::Postgres(_) => Err(crate::Error::Unsupported {
                 what: "a SQLite reader (Store::conn; use Store::reading)",
@@ -469,7 +460,7 @@ impl Reading<'_> {
     /// The connection, for an operation's statements.
     pub fn db(&self) -> Db<'_> {
         match self {
-            Reading::Sqlite(reader) => Db::sqlite(reader).located(reader.location()),
+            Reading::Sqlite(reader) => Executor::db(reader),
             #[cfg(feature = "postgres")]
             Reading::Postgres(lease) => Db::postgres(lease.session()),
         }

@@ -59,7 +59,7 @@ impl Store {
         let value = self
             .sqlite_writer()?
             .run(|conn| noted(Db::sqlite(conn), self.now_ms()))
-            .map_err(|e| e.located(&self.location()))?;
+            .map_err(|e| e.located(self.location()))?;
         self.feed().publish(notes.borrow().iter());
         Ok(value)
     }
@@ -114,7 +114,7 @@ impl Store {
                 let value = op(&Db::sqlite(conn).noting(&notes), clock.now_ms())?;
                 Ok((value, notes.into_inner()))
             })
-            .map_err(|e| e.located(&self.location()))?;
+            .map_err(|e| e.located(self.location()))?;
         self.feed().publish(notes.iter());
         Ok(value)
     }

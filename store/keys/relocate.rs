@@ -182,6 +182,6 @@ impl Store {
                 let busy: i64 = c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
                 Ok(busy == 0)
             })
-            .map_err(|e| e.located(&self.location()))
+            .map_err(|e| e.located(self.location()))
     }
 }

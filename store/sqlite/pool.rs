@@ -25,8 +25,6 @@ pub(crate) struct Pool {
     size: usize,
     wait: Duration,
     opener: Opener,
-    /// The store's file, for the errors its readers meet.
-    location: Location,
 }
 
 struct Idle {
@@ -46,13 +44,7 @@ impl std::fmt::Debug for Pool {
 
 impl Pool {
     /// A pool of at most `size` connections (at least one), starting with `first`.
-    pub(crate) fn new(
-        first: Connection,
-        size: usize,
-        wait: Duration,
-        location: Location,
-        opener: Opener,
-    ) -> Pool {
+    pub(crate) fn new(first: Connection, size: usize, wait: Duration, opener: Opener) -> Pool {
         Pool {
             idle: Mutex::new(Idle {
                 conns: vec![first],
@@ -62,44 +54,45 @@ impl Pool {
             size: size.max(1),
             wait,
             opener,
-            location,
         }
     }
 
     /// `conn`, handed out until the [`Reader`] is dropped.
-    fn lend(&self, conn: Connection) -> Reader<'_> {
+    fn lend<'a>(&'a self, conn: Connection, location: &'a Location) -> Reader<'a> {
         Reader {
             conn: Some(conn),
             pool: self,
+            location,
         }
     }
 
-    /// A connection for reading, returned to the pool when the [`Reader`] is dropped.
-    pub(crate) fn get(&self) -> Result<Reader<'_>> {
+    /// A connection for reading the store at `location` (named in the errors it meets),
+    /// returned to the pool when the [`Reader`] is dropped.
+    pub(crate) fn get<'a>(&'a self, location: &'a Location) -> Result<Reader<'a>> {
         let deadline = Instant::now() + self.wait;
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             if let Some(conn) = idle.conns.pop() {
-                return Ok(self.lend(conn));
+                return Ok(self.lend(conn, location));
             }
             if idle.opened < self.size {
                 idle.opened += 1;
                 drop(idle);
                 return match (self.opener)() {
-                    Ok(conn) => Ok(self.lend(conn)),
+                    Ok(conn) => Ok(self.lend(conn, location)),
                     Err(e) => {
                         self.idle
                             .lock()
                             .unwrap_or_else(PoisonError::into_inner)
                             .opened -= 1;
-                        Err(e.at(&self.location.path))
+                        Err(e.at(&location.path))
                     }
                 };
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(Error::Busy {
-                    path: self.location.path.to_path_buf(),
+                    path: location.path.to_path_buf(),
                     detail: format!(
                         "all {} read connections stayed in use for {:?}; hold a connection \
                          from `Store::conn` only as long as a read needs it, or open the store \
@@ -123,6 +116,7 @@ impl Pool {
 pub struct Reader<'a> {
     conn: Option<Connection>,
     pool: &'a Pool,
+    location: &'a Location,
 }
 
 impl std::fmt::Debug for Reader<'_> {
@@ -148,7 +142,7 @@ impl std::borrow::Borrow<Connection> for Reader<'_> {
 impl Reader<'_> {
     /// The store's file, for classifying what SQLite says on this connection.
     pub(crate) fn location(&self) -> &Location {
-        &self.pool.location
+        self.location
     }
 }
 

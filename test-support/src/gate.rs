@@ -1,8 +1,8 @@
 //! Shared fixture of the gate tests: temp paths, and databases written with rusqlite directly at
 //! a given version, so the store's gate and migrations are what is under test.
 
+use crate::old_versions::build_at;
 use rusqlite::Connection;
-use seed_agents_store::schema::MIGRATIONS;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -20,18 +20,9 @@ pub fn write_db(path: &Path, sql: &str) {
     conn.close().unwrap();
 }
 
-/// Creates `path` in rollback-journal mode at version `v`: genesis, migrations 1..=v, the stamp.
+/// Creates `path` in rollback-journal mode at version `v` ([`build_at`]) and closes it.
 pub fn at_version(path: &Path, v: u32) {
-    let conn = Connection::open(path).unwrap();
-    for m in &MIGRATIONS[..=v as usize] {
-        conn.execute_batch(m.sql).unwrap();
-    }
-    conn.execute(
-        "INSERT INTO server_config (key, value) VALUES ('schema_migration_version', ?1)",
-        [v.to_string()],
-    )
-    .unwrap();
-    conn.close().unwrap();
+    build_at(path, v).close().unwrap();
 }
 
 /// The names in `dir`, sorted.

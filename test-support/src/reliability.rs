@@ -3,7 +3,7 @@
 //! to write to, and the integrity check.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use rusqlite::Connection;
 use seed_agents_store::agents::NewAgent;
@@ -26,10 +26,8 @@ pub fn role() -> Option<String> {
 /// Starts this test binary again running only `test`, as a child playing `role`, with `env`
 /// added; stdout and stderr are piped.
 pub fn spawn(test: &str, role: &str, env: &[(&str, String)]) -> Child {
-    let exe = std::env::current_exe().expect("the test binary");
-    let mut cmd = Command::new(exe);
-    cmd.args(["--exact", test, "--nocapture", "--test-threads", "1"])
-        .env(ROLE, role)
+    let mut cmd = crate::rerun(test);
+    cmd.env(ROLE, role)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -37,18 +35,6 @@ pub fn spawn(test: &str, role: &str, env: &[(&str, String)]) -> Child {
         cmd.env(k, v);
     }
     cmd.spawn().expect("spawn a child")
-}
-
-/// The `RESULT ` lines of a child's stdout, without the prefix. libtest prints `test name ... `
-/// without a newline before the test's own output, so the prefix is searched within a line.
-pub fn results(stdout: &str) -> Vec<String> {
-    stdout
-        .lines()
-        .filter_map(|l| {
-            l.find("RESULT ")
-                .map(|at| l[at + "RESULT ".len()..].to_owned())
-        })
-        .collect()
 }
 
 /// Opens `path` and creates an agent with `sessions` top-level sessions; returns their ids.

@@ -408,14 +408,7 @@ fn writer() {
 
 /// Runs the [`writer`] test in another process with `role`.
 fn spawn_writer(server: &Server, role: &str) -> std::process::Child {
-    std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            &support::child_test!("writer"),
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
+    support::rerun(&support::child_test!("writer"))
         .env(WRITER_ROLE, role)
         .env(WRITER_DB, &server.path)
         .stdout(std::process::Stdio::null())

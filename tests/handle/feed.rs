@@ -5,7 +5,7 @@
 //! Both backends (see `support::backend`): on PostgreSQL each child process is another node.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
@@ -67,14 +67,7 @@ fn fixture(dir: &Path, sessions: usize) -> (PathBuf, Store, String, Vec<String>)
 
 /// Runs this binary's `child` test as another process with `role`.
 fn spawn(path: &Path, role: &str) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            &support::child_test!("child"),
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
+    support::rerun(&support::child_test!("child"))
         .env(ROLE, role)
         .env(DB, path)
         .stdout(Stdio::null())

@@ -3,7 +3,7 @@
 //! secret readable under the key its row names.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use seed_agents_store::keys::RotateOptions;
@@ -25,19 +25,11 @@ fn go_file(db: &Path) -> PathBuf {
 
 /// Runs one child per role on `db`, starting them together, and waits for all to succeed.
 fn race(db: &Path, roles: &[&str]) {
-    let exe = std::env::current_exe().unwrap();
     let children: Vec<_> = roles
         .iter()
         .enumerate()
         .map(|(i, role)| {
-            Command::new(&exe)
-                .args([
-                    "--exact",
-                    &support::child_test!("race_child"),
-                    "--nocapture",
-                    "--test-threads",
-                    "1",
-                ])
+            support::rerun(&support::child_test!("race_child"))
                 .env(ROLE, role)
                 .env(DB, db)
                 .env(INDEX, i.to_string())

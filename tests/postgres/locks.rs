@@ -406,20 +406,15 @@ fn a_stopped_node_holds_the_others_up_only_within_its_bounds() {
     let stalled = session_of(&other, "acct-stalled", &agent_of(&other, "acct-stalled"));
     let elsewhere = session_of(&other, "acct-other", &agent_of(&other, "acct-other"));
     let mut child = Child(
-        std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                &support::child_test!("a_stopped_node_holds_the_others_up_only_within_its_bounds"),
-                "--nocapture",
-                "--test-threads",
-                "1",
-            ])
-            .env(STALLING, &db.url)
-            .env(STALLING_SESSION, &stalled)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap(),
+        support::rerun(&support::child_test!(
+            "a_stopped_node_holds_the_others_up_only_within_its_bounds"
+        ))
+        .env(STALLING, &db.url)
+        .env(STALLING_SESSION, &stalled)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap(),
     );
     let mut lines = std::io::BufReader::new(child.0.stdout.take().unwrap()).lines();
     assert!(

@@ -90,7 +90,7 @@ fn contend(length: Duration) -> Tally {
             "a child failed:\n{stdout}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        for line in results(&stdout) {
+        for line in support::results(&stdout) {
             let (what, rest) = line.split_once(' ').unwrap_or((&line, ""));
             match what {
                 "ops" => tally.ops += rest.parse::<u64>().unwrap(),

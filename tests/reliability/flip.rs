@@ -63,7 +63,7 @@ fn run_gate(file: &Path, ctx: &str) -> String {
         "{ctx}: the gate child did not exit normally ({status}):\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let results = results(&stdout);
+    let results = support::results(&stdout);
     for r in &results {
         assert!(!r.starts_with("changed"), "{ctx}: {r}");
     }

@@ -7,7 +7,6 @@
 use super::Fixture;
 use seed_agents_store::Store;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const DB: &str = "EXEC_RACE_DB";
 const SIGNALS: &str = "EXEC_RACE_SIGNALS";
@@ -32,7 +31,6 @@ pub fn spawn_with(
     parts: &[&str],
     env: &[(&str, String)],
 ) -> Vec<(String, Vec<String>)> {
-    let exe = std::env::current_exe().unwrap();
     // The start signal lives in the test's directory, whichever backend holds the store.
     let signals = f.dir.path().join("agents.sqlite");
     let go = go_file(&signals);
@@ -41,9 +39,8 @@ pub fn spawn_with(
         .iter()
         .enumerate()
         .map(|(i, part)| {
-            let mut command = Command::new(&exe);
+            let mut command = crate::rerun(child_test);
             command
-                .args(["--exact", child_test, "--nocapture", "--test-threads", "1"])
                 .env(role, part)
                 .env(DB, f.path())
                 .env(SIGNALS, &signals)
@@ -77,14 +74,7 @@ pub fn spawn_with(
                 "child {part} failed:\n{stdout}\n{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            // libtest prints "test <child> ... " without a newline before the test's own output.
-            let results = stdout
-                .lines()
-                .filter_map(|l| {
-                    l.find("RESULT ")
-                        .map(|at| l[at + "RESULT ".len()..].to_owned())
-                })
-                .collect();
+            let results = crate::results(&stdout);
             (part, results)
         })
         .collect()

@@ -266,27 +266,20 @@ fn four_processes_appending_to_one_session_get_contiguous_seqs() {
             (account, session.id)
         })
         .collect();
-    let exe = std::env::current_exe().unwrap();
     let children: Vec<_> = own
         .iter()
         .enumerate()
         .map(|(w, (account, own_session))| {
-            std::process::Command::new(&exe)
-                .args([
-                    "--exact",
-                    &support::child_test!(
-                        "four_processes_appending_to_one_session_get_contiguous_seqs"
-                    ),
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(CHILD_DB, &path)
-                .env(CHILD_SESSION, &session)
-                .env(CHILD_WRITER, format!("process-{w}"))
-                .env(CHILD_OWN, format!("{account}/{own_session}"))
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .unwrap()
+            support::rerun(&support::child_test!(
+                "four_processes_appending_to_one_session_get_contiguous_seqs"
+            ))
+            .env(CHILD_DB, &path)
+            .env(CHILD_SESSION, &session)
+            .env(CHILD_WRITER, format!("process-{w}"))
+            .env(CHILD_OWN, format!("{account}/{own_session}"))
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
         })
         .collect();
     for mut child in children {

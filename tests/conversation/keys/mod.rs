@@ -27,8 +27,7 @@ fn run_in_child(test: &str, vars: &[(&str, String)]) -> bool {
     if std::env::var_os(CHILD).is_some() {
         return true;
     }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--nocapture", "--test-threads", "1"])
+    let out = support::rerun(test)
         .env(CHILD, "1")
         .envs(vars.iter().map(|(k, v)| (k, v)))
         .output()
