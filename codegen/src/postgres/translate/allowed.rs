@@ -18,7 +18,7 @@
 //! does not, and is for the statement's author to keep to the SQLite-only paths.
 
 use sqlparser::ast::{
-    BinaryOperator, CastKind, DataType, Expr, Function, FunctionArguments, Statement,
+    BinaryOperator, CastKind, DataType, Expr, Function, FunctionArguments, InTarget, Statement,
     UnaryOperator, Value, Visit, Visitor,
 };
 use std::ops::ControlFlow;
@@ -101,8 +101,10 @@ fn allowed(expr: &Expr) -> Result<(), String> {
         | Expr::IsNotNull(_)
         | Expr::IsDistinctFrom(..)
         | Expr::IsNotDistinctFrom(..)
-        | Expr::InList { .. }
-        | Expr::InSubquery { .. }
+        | Expr::In {
+            target: InTarget::List(_) | InTarget::Subquery(_),
+            ..
+        }
         | Expr::Subquery(_)
         | Expr::Exists { .. }
         | Expr::Between { .. }

@@ -32,10 +32,10 @@
 use crate::model::Table;
 use functions::{ascii_case, call, function};
 use sqlparser::ast::{
-    BinaryOperator, CastKind, DataType, Expr, Ident, JoinConstraint, JoinOperator, LimitClause,
-    ObjectName, ObjectNamePart, OnConflict, OnConflictAction, OnInsert, OrderByKind, Query, Select,
-    SelectItem, SetExpr, SqliteOnConflict, Statement, TableAlias, TableFactor, UnaryOperator,
-    Value, VisitMut, VisitorMut,
+    BinaryOperator, CastKind, DataType, Expr, Ident, InTarget, JoinConstraint, JoinOperator,
+    LimitClause, ObjectName, ObjectNamePart, OnConflict, OnConflictAction, OnInsert, OrderByKind,
+    OrderBySort, Query, Select, SelectItem, SetExpr, SqliteOnConflict, Statement, TableAlias,
+    TableFactor, UnaryOperator, Update, Value, ValueWithSpan, VisitMut, VisitorMut,
 };
 use sqlparser::dialect::{PostgreSqlDialect, SQLiteDialect};
 use sqlparser::parser::Parser;
@@ -138,8 +138,8 @@ struct Placeholders<'a>(&'a mut BTreeSet<usize>);
 impl VisitorMut for Placeholders<'_> {
     type Break = ();
 
-    fn post_visit_value(&mut self, value: &mut Value) -> ControlFlow<()> {
-        if let Value::Placeholder(p) = value {
+    fn post_visit_value(&mut self, value: &mut ValueWithSpan) -> ControlFlow<()> {
+        if let Value::Placeholder(p) = &value.value {
             if let Some(n) = p.strip_prefix('$').and_then(|n| n.parse().ok()) {
                 self.0.insert(n);
             }
@@ -162,8 +162,8 @@ struct Rewrite<'a> {
 impl VisitorMut for Rewrite<'_> {
     type Break = ();
 
-    fn post_visit_value(&mut self, value: &mut Value) -> ControlFlow<()> {
-        if let Value::Placeholder(p) = value {
+    fn post_visit_value(&mut self, value: &mut ValueWithSpan) -> ControlFlow<()> {
+        if let Value::Placeholder(p) = &mut value.value {
             // SQLite numbers `?` one past the highest so far, and a named parameter so when
             // it first appears (the same name again is the same parameter).
             let n = match p.strip_prefix('?') {
@@ -232,7 +232,9 @@ impl VisitorMut for Rewrite<'_> {
                     **side = ascii_case(value, true);
                 }
                 if escape_char.is_none() {
-                    *escape_char = Some(Value::SingleQuotedString(String::new()));
+                    *escape_char = Some(Box::new(Expr::value(Value::SingleQuotedString(
+                        String::new(),
+                    ))));
                 }
             }
             // SQLite's byte order is PostgreSQL's "C" collation.
@@ -264,8 +266,10 @@ impl VisitorMut for Rewrite<'_> {
                     integer(e);
                 }
             }
-            Expr::InList {
-                expr: inner, list, ..
+            Expr::In {
+                expr: inner,
+                target: InTarget::List(list),
+                ..
             } => {
                 integer(inner);
                 for e in list.iter_mut() {
@@ -300,7 +304,8 @@ impl VisitorMut for Rewrite<'_> {
                     let never_null = column.is_some_and(|c| self.non_null.contains(c));
                     if item.options.nulls_first.is_none() && !never_null {
                         // SQLite sorts NULL as the smallest value.
-                        item.options.nulls_first = Some(item.options.asc != Some(false));
+                        item.options.nulls_first =
+                            Some(item.options.sort != Some(OrderBySort::Desc));
                     }
                 }
             }
@@ -325,8 +330,10 @@ impl VisitorMut for Rewrite<'_> {
         {
             self.aliases += 1;
             *alias = Some(TableAlias {
+                explicit: true,
                 name: Ident::new(format!("derived_{}", self.aliases)),
                 columns: Vec::new(),
+                at: None,
             });
         }
         ControlFlow::Continue(())
@@ -345,7 +352,8 @@ impl VisitorMut for Rewrite<'_> {
                 let target = match &insert.table {
                     sqlparser::ast::TableObject::TableName(name) => insert
                         .table_alias
-                        .clone()
+                        .as_ref()
+                        .map(|a| a.alias.clone())
                         .or_else(|| name.0.last().and_then(|p| p.as_ident().cloned())),
                     _ => None,
                 };
@@ -364,11 +372,11 @@ impl VisitorMut for Rewrite<'_> {
                     }
                 }
             }
-            Statement::Update {
+            Statement::Update(Update {
                 assignments,
                 selection,
                 ..
-            } => {
+            }) => {
                 for a in assignments.iter_mut() {
                     integer(&mut a.value);
                 }
@@ -411,7 +419,7 @@ fn set_expr(body: &mut SetExpr) {
         }
         SetExpr::Values(values) => {
             for row in &mut values.rows {
-                for e in row {
+                for e in &mut row.content {
                     integer(e);
                 }
             }
@@ -465,8 +473,10 @@ fn is_boolean(e: &Expr) -> bool {
         | Expr::IsDistinctFrom(..)
         | Expr::IsNotDistinctFrom(..)
         | Expr::Exists { .. }
-        | Expr::InList { .. }
-        | Expr::InSubquery { .. }
+        | Expr::In {
+            target: InTarget::List(_) | InTarget::Subquery(_),
+            ..
+        }
         | Expr::Between { .. }
         | Expr::Like { .. }
         | Expr::ILike { .. } => true,
