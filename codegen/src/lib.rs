@@ -27,6 +27,8 @@ pub mod project;
 #[cfg(feature = "emit")]
 pub mod query;
 #[cfg(feature = "emit")]
+mod statement;
+#[cfg(feature = "emit")]
 mod typing;
 
 #[cfg(feature = "emit")]

@@ -45,8 +45,8 @@ fn expand(
 ///
 /// Each argument is checked against the column its parameter binds to: one it is compared with,
 /// on either side and in parentheses or not (`=`, `<>`, `<`, `>=`, ..., `[NOT] BETWEEN .. AND ..`,
-/// `[NOT] IN (..)`, `[NOT] LIKE`, `IS`, row values), assigned to (`SET col = ?`) or inserted into
-/// (`INSERT INTO t (cols) VALUES (..)` or `SELECT ..`). A column name resolves in its own subquery
+/// `[NOT] IN (..)`, `[NOT] LIKE`, `GLOB`, `IS [NOT]`, row values), assigned to (`SET col = ?`)
+/// or inserted into (`INSERT INTO t (cols) VALUES (..)` or `SELECT ..`). A column name resolves in its own subquery
 /// first, then outward. `CAST(? AS INTEGER)` (or `TEXT`, `REAL`, `BLOB`) checks the argument
 /// against the cast's type (a generated enum casts as `TEXT`, a `bool` as `INTEGER`).
 ///

@@ -21,4 +21,6 @@ mod translate;
 #[cfg(feature = "emit")]
 pub use syntax::check_syntax;
 #[cfg(feature = "emit")]
+pub(crate) use translate::translate_parsed;
+#[cfg(feature = "emit")]
 pub use translate::{non_null_columns, translate};

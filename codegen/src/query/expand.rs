@@ -59,7 +59,7 @@ impl Checker {
     /// The PostgreSQL statement of the checked SQLite statement `lit`, parsed as PostgreSQL and
     /// with its parameters counted.
     fn postgres(&self, lit: &LitStr, d: &Described) -> syn::Result<String> {
-        crate::postgres::translate(&lit.value(), d.params, &self.non_null).map_err(|m| {
+        crate::postgres::translate_parsed(&d.parsed, d.params, &self.non_null).map_err(|m| {
             syn::Error::new(
                 lit.span(),
                 format!("this statement has no PostgreSQL rendering: {m}"),
@@ -69,7 +69,7 @@ impl Checker {
 
     fn describe_spanned(&self, lit: &LitStr) -> syn::Result<Described> {
         self.describe(&lit.value())
-            .map_err(|m| syn::Error::new(lit.span(), format!("SQLite rejects this statement: {m}")))
+            .map_err(|m| syn::Error::new(lit.span(), m))
     }
 
     /// Argument checks, the `Query` constructor to call and the arguments, shared by `query!` and

@@ -9,18 +9,17 @@
 //! type a `CAST(? AS type)` gives them.
 //!
 //! The work is split as sqlx-macros-core splits it: `input` parses the macro arguments,
-//! `describe` asks SQLite about a statement, `bindings` (over `scopes`) reads what its text shows
-//! about parameters, and `expand` turns both into checked Rust.
+//! `describe` asks SQLite about a statement and parses it once (`crate::statement`), `reading`
+//! reads from that syntax tree what SQLite does not say about parameters and results, and
+//! `expand` turns both into checked Rust.
 
-mod bindings;
 mod describe;
 mod expand;
 mod input;
-mod scopes;
-mod tokens;
+mod reading;
 
-pub use bindings::Unknowable;
 pub use describe::{Described, ResultColumn};
+pub use reading::Unknowable;
 
 use crate::project::execute_file;
 use crate::typing::column_types;

@@ -11,3 +11,4 @@ mod emit_docs;
 mod emit_rust;
 mod postgres_plan;
 mod query_bindings;
+mod query_fuzz;

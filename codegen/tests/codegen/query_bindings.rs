@@ -46,7 +46,12 @@ fn every_comparison_form_binds_the_parameter_to_the_column() {
         ("SELECT x.id FROM a x WHERE ((x.n)) < ?1", &[(1, "a.n")]),
         ("SELECT id FROM a WHERE n IN (?1, 2, ?2)", &[(1, "a.n"), (2, "a.n")]),
         ("SELECT id FROM a WHERE n NOT IN (?1)", &[(1, "a.n")]),
-        ("SELECT id FROM a WHERE note LIKE ?1 OR note NOT GLOB ?2", &[(1, "a.note"), (2, "a.note")]),
+        ("SELECT id FROM a WHERE note LIKE ?1 OR note NOT LIKE ?2", &[(1, "a.note"), (2, "a.note")]),
+        ("SELECT id FROM a WHERE note GLOB ?1 OR n IS DISTINCT FROM ?2", &[(1, "a.note"), (2, "a.n")]),
+        ("UPDATE a SET (n, note) = (?1, ?2)", &[(1, "a.n"), (2, "a.note")]),
+        ("UPDATE a SET n = ? WHERE id = ? RETURNING note", &[(1, "a.n"), (2, "a.id")]),
+        ("DELETE FROM b WHERE a_id = ?1 AND n < ?2", &[(1, "b.a_id"), (2, "b.n")]),
+        ("SELECT id FROM a INDEXED BY sqlite_autoindex_a_1 WHERE id = ?1", &[(1, "a.id")]),
         ("SELECT id FROM a WHERE note IS NOT ?1", &[(1, "a.note")]),
         ("SELECT id FROM a WHERE (n, id) < (?1, ?2)", &[(1, "a.n"), (2, "a.id")]),
         ("UPDATE a SET n = ?1, note = ?2 WHERE id = ?3", &[(1, "a.n"), (2, "a.note"), (3, "a.id")]),
@@ -83,6 +88,50 @@ fn a_column_resolves_in_its_own_scope_first_then_outward() {
     assert_eq!(
         bound("SELECT a.id FROM a JOIN b ON b.a_id = a.id WHERE a.n = ?1 OR b.n = ?1"),
         [(1, vec!["a.n".to_string(), "b.n".to_string()])]
+    );
+}
+
+#[test]
+fn a_querys_order_by_resolves_in_its_select() {
+    // `note` is a's only; the ORDER BY is the query's, after its SELECT core.
+    assert_eq!(
+        bound("SELECT id FROM b WHERE EXISTS (SELECT 1 FROM a ORDER BY note = ?1)"),
+        [one(1, "a.note")]
+    );
+}
+
+#[test]
+fn outer_joins_are_read_from_the_joins_not_from_words() {
+    for (sql, outer) in [
+        ("SELECT a.id FROM a LEFT JOIN b ON b.a_id = a.id", true),
+        ("SELECT a.id FROM a NATURAL LEFT JOIN b", true),
+        (
+            "SELECT id FROM a WHERE id IN (SELECT b.a_id FROM b RIGHT JOIN a ON 1)",
+            true,
+        ),
+        ("SELECT a.id FROM a JOIN b ON b.a_id = a.id", false),
+        (
+            "SELECT id AS \"left\", note AS \"full\" FROM a WHERE note = 'RIGHT'",
+            false,
+        ),
+    ] {
+        assert_eq!(describe(sql).outer_join, outer, "{sql}");
+    }
+}
+
+#[test]
+fn a_statement_sqlite_accepts_and_the_parser_does_not_read_is_an_error_naming_where() {
+    let baseline = Baseline::from_sql("schema.sql", SCHEMA).unwrap();
+    let checker = Checker::new(baseline, "::rt", "::schema").unwrap();
+    let e = checker
+        .describe("SELECT id FROM a WHERE note NOT GLOB ?1")
+        .unwrap_err();
+    assert!(e.contains("SQLite accepts this statement"), "{e}");
+    assert!(e.contains("Line: 1, Column: 33"), "{e}");
+    let e = checker.describe("SELECT nope FROM a").unwrap_err();
+    assert!(
+        e.starts_with("SQLite rejects this statement: no such column: nope"),
+        "{e}"
     );
 }
 

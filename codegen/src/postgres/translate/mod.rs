@@ -7,7 +7,8 @@
 //! ([`translate`] fails otherwise). It fails closed: a statement holding a function, operator or
 //! form whose translation would not mean what it means in SQLite is refused (`allowed`, the
 //! allow-list, checked first). What it rewrites:
-//! - parameters: `?N` is `$N` (a bare `?` is numbered as SQLite numbers it);
+//! - parameters: `?N` is `$N` (a bare `?` or a name is numbered as SQLite numbers it);
+//! - `INDEXED BY` and `NOT INDEXED` are dropped (they only steer SQLite's planner);
 //! - booleans: SQLite's comparisons are integers, PostgreSQL's are `boolean`. A boolean where an
 //!   integer is wanted (a selected value, an operand of arithmetic or a comparison, a function
 //!   argument, a `CASE` result, an assigned or inserted value) becomes `0`/`1`
@@ -30,6 +31,7 @@
 //!   collation otherwise, which a recursive query over text columns refuses to mix).
 
 use crate::model::Table;
+use crate::statement::Parsed;
 use functions::{ascii_case, call, function};
 use sqlparser::ast::{
     BinaryOperator, CastKind, DataType, Expr, Ident, InTarget, JoinConstraint, JoinOperator,
@@ -37,7 +39,7 @@ use sqlparser::ast::{
     OrderBySort, Query, Select, SelectItem, SetExpr, SqliteOnConflict, Statement, TableAlias,
     TableFactor, UnaryOperator, Update, Value, ValueWithSpan, VisitMut, VisitorMut,
 };
-use sqlparser::dialect::{PostgreSqlDialect, SQLiteDialect};
+use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
@@ -65,29 +67,30 @@ pub fn non_null_columns<'a>(tables: impl IntoIterator<Item = &'a Table>) -> BTre
 /// Why it has no PostgreSQL rendering: SQLite's text does not parse as one statement, the
 /// result does not parse as PostgreSQL, or its parameters are not `$1..=$params`.
 pub fn translate(sql: &str, params: usize, non_null: &BTreeSet<String>) -> Result<String, String> {
-    let sql = without_index_hints(sql)?;
-    let mut statements = Parser::parse_sql(&SQLiteDialect {}, &sql)
+    let parsed = Parsed::new(sql)
         .map_err(|e| format!("the SQLite statement does not parse for translation: {e}"))?;
-    if statements.len() != 1 {
-        return Err(format!(
-            "translation takes one statement, and this text holds {}",
-            statements.len()
-        ));
-    }
-    let mut statement = statements.remove(0);
+    translate_parsed(&parsed, params, non_null)
+}
+
+/// [`translate`] of a statement already parsed (the query macros parse each statement once).
+pub(crate) fn translate_parsed(
+    parsed: &Parsed,
+    params: usize,
+    non_null: &BTreeSet<String>,
+) -> Result<String, String> {
+    let mut statement = parsed.statement.clone();
     allowed::check(&statement)?;
     let mut rewrite = Rewrite {
+        parsed,
         non_null,
-        last_param: 0,
-        named: Default::default(),
         aliases: 0,
     };
     let _ = statement.visit(&mut rewrite);
     let out = statement.to_string();
-    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, &out)
+    let reparsed = Parser::parse_sql(&PostgreSqlDialect {}, &out)
         .map_err(|e| format!("PostgreSQL would not parse the translation ({e}): {out}"))?;
     let mut seen = BTreeSet::new();
-    for mut s in parsed {
+    for mut s in reparsed {
         let _ = s.visit(&mut Placeholders(&mut seen));
     }
     let expected: BTreeSet<usize> = (1..=params).collect();
@@ -96,39 +99,6 @@ pub fn translate(sql: &str, params: usize, non_null: &BTreeSet<String>) -> Resul
             "the translation has parameters {seen:?} where the statement has {params}: {out}"
         ));
     }
-    Ok(out)
-}
-
-/// `sql` without SQLite's `INDEXED BY name` and `NOT INDEXED`: they only steer SQLite's planner,
-/// and PostgreSQL (like the parser) knows neither.
-fn without_index_hints(sql: &str) -> Result<String, String> {
-    let tokens =
-        crate::sql::tokenize(sql).map_err(|e| format!("the statement does not lex: {e:?}"))?;
-    let word = |i: usize, w: &str| {
-        tokens.get(i).is_some_and(|t| {
-            t.kind == crate::sql::TokenKind::Word && t.text.eq_ignore_ascii_case(w)
-        })
-    };
-    let mut out = String::with_capacity(sql.len());
-    let mut copied = 0;
-    let mut i = 0;
-    while i < tokens.len() {
-        let (start, skip) = if word(i, "INDEXED") && word(i + 1, "BY") {
-            (tokens[i].offset, 3)
-        } else if word(i, "NOT") && word(i + 1, "INDEXED") {
-            (tokens[i].offset, 2)
-        } else {
-            i += 1;
-            continue;
-        };
-        let end = tokens
-            .get(i + skip - 1)
-            .map_or(sql.len(), |t| t.offset + t.text.len());
-        out.push_str(&sql[copied..start]);
-        copied = end;
-        i += skip;
-    }
-    out.push_str(&sql[copied..]);
     Ok(out)
 }
 
@@ -149,12 +119,10 @@ impl VisitorMut for Placeholders<'_> {
 }
 
 struct Rewrite<'a> {
+    /// The statement as parsed, which numbers its parameters.
+    parsed: &'a Parsed,
     /// Columns no row holds NULL in.
     non_null: &'a BTreeSet<String>,
-    /// The highest parameter number seen, for numbering a bare `?` or a new named parameter.
-    last_param: usize,
-    /// Named parameters (`:name`, `@name`, `$name`) by the number SQLite gave them.
-    named: std::collections::BTreeMap<String, usize>,
     /// Aliases given to derived tables so far.
     aliases: usize,
 }
@@ -163,23 +131,10 @@ impl VisitorMut for Rewrite<'_> {
     type Break = ();
 
     fn post_visit_value(&mut self, value: &mut ValueWithSpan) -> ControlFlow<()> {
-        if let Value::Placeholder(p) = &mut value.value {
-            // SQLite numbers `?` one past the highest so far, and a named parameter so when
-            // it first appears (the same name again is the same parameter).
-            let n = match p.strip_prefix('?') {
-                Some("") => self.last_param + 1,
-                Some(digits) => digits.parse().unwrap_or(self.last_param + 1),
-                None => match self.named.get(p.as_str()) {
-                    Some(n) => *n,
-                    None => {
-                        let n = self.last_param + 1;
-                        self.named.insert(p.clone(), n);
-                        n
-                    }
-                },
-            };
-            self.last_param = self.last_param.max(n);
-            *p = format!("${n}");
+        // A parameter without a number keeps SQLite's spelling, which PostgreSQL does not
+        // parse: the translation then fails its own check instead of numbering by guess.
+        if let Some(n) = self.parsed.number(value) {
+            value.value = Value::Placeholder(format!("${n}"));
         }
         ControlFlow::Continue(())
     }
@@ -323,6 +278,13 @@ impl VisitorMut for Rewrite<'_> {
     }
 
     fn post_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        // `INDEXED BY` and `NOT INDEXED` only steer SQLite's planner; PostgreSQL knows neither.
+        if let TableFactor::Table {
+            index_directives, ..
+        } = factor
+        {
+            index_directives.clear();
+        }
         if let TableFactor::Derived {
             alias: alias @ None,
             ..
