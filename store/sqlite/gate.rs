@@ -69,10 +69,12 @@ fn inspect_snapshot(conn: &Connection, path: &Path) -> Result<State> {
     .map_err(|e| {
         // A file found corrupt on its first read may be one cut inside its schema (with
         // auto_vacuum the schema's pages can be the last ones): the size check names that.
+        // Only then: on any other failure (a lock held past the deadline) a second read
+        // would wait the whole deadline again before the error is reported.
         let corrupt = matches!(&e, Error::Sqlite(e)
             if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseCorrupt));
-        match storage::check_size(conn, path) {
-            Err(cut) if corrupt => cut,
+        match corrupt.then(|| storage::check_size(conn, path)) {
+            Some(Err(cut)) => cut,
             _ => judged(e),
         }
     })?
