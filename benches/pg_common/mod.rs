@@ -7,15 +7,7 @@ pub fn server() -> Option<String> {
         .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
 }
 
-/// `url` naming the database `name` instead.
-pub fn with_database(url: &str, name: &str) -> String {
-    let scheme_end = url.find("://").map_or(0, |i| i + 3);
-    let host = match url[scheme_end..].find('/') {
-        Some(i) => &url[..scheme_end + i],
-        None => url,
-    };
-    format!("{host}/{name}")
-}
+pub use support::backend::with_database;
 
 /// A fresh, empty database `name` on the server at `admin`; its URL.
 #[allow(dead_code)] // not every bench makes its databases afresh

@@ -2,7 +2,7 @@
 //!
 //! [`Project::load`] reads `schema.sql` and `migrations/`, replays both in bundled SQLite,
 //! introspects the results into one normalized [`Schema`] model, and refuses any difference
-//! between a fresh install and a migrated database. From the same model the `emit` feature
+//! between a fresh install and a migrated database. From the same model it
 //! renders typed Rust ([`emit::rust`]) and per-table Markdown ([`emit::docs`]); [`Builder`] is the
 //! entry point of the store's `build.rs`, and reports every table, column or index that
 //! [`coverage`] finds undocumented (a warning, or an error in CI).
@@ -12,26 +12,19 @@
 //! version it claims without compiling the code generator.
 
 pub mod annotations;
-#[cfg(feature = "emit")]
 mod builder;
 pub mod coverage;
-#[cfg(feature = "emit")]
 pub mod emit;
 mod error;
-#[cfg(feature = "emit")]
 mod ident;
 pub mod lock;
 pub mod migration;
 pub mod postgres;
 pub mod project;
-#[cfg(feature = "emit")]
 pub mod query;
-#[cfg(feature = "emit")]
 mod statement;
-#[cfg(feature = "emit")]
 mod typing;
 
-#[cfg(feature = "emit")]
 pub use builder::{Builder, Output, GENERATED_FILE};
 pub use error::{Error, Result};
 pub use project::{Baseline, Project};

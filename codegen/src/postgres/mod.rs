@@ -14,13 +14,8 @@ pub use plan::{dialect_path, plan, split_statements, Plan, Source, Step, BASELIN
 #[cfg(feature = "postgres")]
 pub use seed_agents_model::postgres::introspect;
 pub use seed_agents_model::postgres::portable;
-#[cfg(feature = "emit")]
 mod syntax;
-#[cfg(feature = "emit")]
 mod translate;
-#[cfg(feature = "emit")]
 pub use syntax::check_syntax;
-#[cfg(feature = "emit")]
 pub(crate) use translate::translate_parsed;
-#[cfg(feature = "emit")]
 pub use translate::{non_null_columns, translate};

@@ -1,8 +1,6 @@
 //! The Rust emitter: deterministic output, the expected items for the real schema, and a
 //! fixture project whose emitted code is checked fragment by fragment.
 
-#![cfg(feature = "emit")]
-
 use quote::ToTokens;
 use seed_agents_codegen::emit::rust::{render, Options, WriteHelpers, HEADER};
 use seed_agents_codegen::{Error, Project};
