@@ -6,7 +6,7 @@
 //! Invariant: parameters are numbered by their place in the text, as SQLite numbers them, not
 //! by the order a visitor happens to meet them.
 
-use sqlparser::ast::{Statement, Value, ValueWithSpan, Visit, Visitor};
+use sqlparser::ast::{BinaryOperator, Statement, Value, ValueWithSpan, Visit, Visitor};
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::parser::Parser;
 use std::collections::BTreeMap;
@@ -48,6 +48,21 @@ impl Parsed {
         let start = value.span.start;
         self.numbers.get(&(start.line, start.column)).copied()
     }
+}
+
+/// The six operators that compare two values by equality or order (`=`, `<>`, `<`, `<=`, `>`,
+/// `>=`): the reading binds a parameter across them, the translation takes them for conditions
+/// and lets them through.
+pub(crate) fn is_comparison(op: &BinaryOperator) -> bool {
+    matches!(
+        op,
+        BinaryOperator::Eq
+            | BinaryOperator::NotEq
+            | BinaryOperator::Lt
+            | BinaryOperator::LtEq
+            | BinaryOperator::Gt
+            | BinaryOperator::GtEq
+    )
 }
 
 /// Each parameter's number by its place in the text. SQLite gives `?NNN` the number NNN, `?` one

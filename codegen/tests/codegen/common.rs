@@ -1,4 +1,5 @@
-//! Helpers shared by the tests that load broken or extended copies of the real schema directory.
+//! Helpers shared by the tests that load broken or extended copies of the real schema directory,
+//! and the small schema the query checker's tests describe statements against.
 
 use seed_agents_codegen::Project;
 use std::fs;
@@ -57,4 +58,17 @@ pub fn assert_mentions(msg: &str, parts: &[&str]) {
     for p in parts {
         assert!(msg.contains(p), "message lacks {p:?}:\n{msg}");
     }
+}
+
+/// Two tables, `a` and `b`, that share the column names `id` and `n`: the statements of the
+/// query checker's tests are read against them.
+const SMALL_SCHEMA: &str = "\
+CREATE TABLE a (id TEXT PRIMARY KEY NOT NULL, n INTEGER NOT NULL, note TEXT);
+CREATE TABLE b (id TEXT PRIMARY KEY NOT NULL, a_id TEXT NOT NULL REFERENCES a (id), n REAL);
+";
+
+/// A query checker over [`SMALL_SCHEMA`].
+pub fn small_checker() -> seed_agents_codegen::query::Checker {
+    let baseline = seed_agents_codegen::Baseline::from_sql("schema.sql", SMALL_SCHEMA).unwrap();
+    seed_agents_codegen::query::Checker::new(baseline, "::rt", "::schema").unwrap()
 }

@@ -2,19 +2,12 @@
 //! comparison form, resolved in the scope SQLite resolves it in; the type a CAST gives; the
 //! parameters compared with a column of unknown type; and the forms that bind to nothing.
 
+use crate::common::small_checker;
 use seed_agents_codegen::model::Affinity;
-use seed_agents_codegen::query::{Checker, Described};
-use seed_agents_codegen::Baseline;
-
-const SCHEMA: &str = "\
-CREATE TABLE a (id TEXT PRIMARY KEY NOT NULL, n INTEGER NOT NULL, note TEXT);
-CREATE TABLE b (id TEXT PRIMARY KEY NOT NULL, a_id TEXT NOT NULL REFERENCES a (id), n REAL);
-";
+use seed_agents_codegen::query::Described;
 
 fn describe(sql: &str) -> Described {
-    let baseline = Baseline::from_sql("schema.sql", SCHEMA).unwrap();
-    Checker::new(baseline, "::rt", "::schema")
-        .unwrap()
+    small_checker()
         .describe(sql)
         .unwrap_or_else(|e| panic!("SQLite rejects {sql}: {e}"))
 }
@@ -121,8 +114,7 @@ fn outer_joins_are_read_from_the_joins_not_from_words() {
 
 #[test]
 fn a_statement_sqlite_accepts_and_the_parser_does_not_read_is_an_error_naming_where() {
-    let baseline = Baseline::from_sql("schema.sql", SCHEMA).unwrap();
-    let checker = Checker::new(baseline, "::rt", "::schema").unwrap();
+    let checker = small_checker();
     let e = checker
         .describe("SELECT id FROM a WHERE note NOT GLOB ?1")
         .unwrap_err();

@@ -2,15 +2,10 @@
 //! and valid statements cut or spliced at random all give either an expansion or a
 //! `syn::Error` (which always carries a span) with a message.
 
+use crate::common::small_checker;
 use proptest::prelude::*;
 use quote::quote;
 use seed_agents_codegen::query::Checker;
-use seed_agents_codegen::Baseline;
-
-const SCHEMA: &str = "\
-CREATE TABLE a (id TEXT PRIMARY KEY NOT NULL, n INTEGER NOT NULL, note TEXT);
-CREATE TABLE b (id TEXT PRIMARY KEY NOT NULL, a_id TEXT NOT NULL REFERENCES a (id), n REAL);
-";
 
 /// Statements the macros accept, each a shape the reading follows; mutated below.
 const VALID: &[&str] = &[
@@ -124,10 +119,7 @@ const WORDS: &[&str] = &[
 
 thread_local! {
     // A checker holds a SQLite connection, which is not shared between threads.
-    static CHECKER: Checker = {
-        let baseline = Baseline::from_sql("schema.sql", SCHEMA).unwrap();
-        Checker::new(baseline, "::rt", "::schema").unwrap()
-    };
+    static CHECKER: Checker = small_checker();
 }
 
 /// Runs both macros and the description on `sql` with `args` arguments.
@@ -135,8 +127,13 @@ fn analyse(sql: &str, args: usize) -> Result<(), TestCaseError> {
     CHECKER.with(|c| analyse_with(c, sql, args))
 }
 
+/// The arguments `arg0, arg1, ..`: `args` of them.
+fn arguments(args: usize) -> Vec<syn::Ident> {
+    (0..args).map(|i| quote::format_ident!("arg{i}")).collect()
+}
+
 fn analyse_with(c: &Checker, sql: &str, args: usize) -> Result<(), TestCaseError> {
-    let names: Vec<syn::Ident> = (0..args).map(|i| quote::format_ident!("arg{i}")).collect();
+    let names = arguments(args);
     for expansion in [
         c.query(quote!(#sql #(, #names)*)),
         c.query_as(quote!(Target, #sql #(, #names)*)),
@@ -317,8 +314,7 @@ fn the_statements_mutated_are_accepted_whole() {
                 .describe(sql)
                 .unwrap_or_else(|e| panic!("{sql}: {e}"))
                 .params;
-            let names: Vec<syn::Ident> =
-                (0..args).map(|i| quote::format_ident!("arg{i}")).collect();
+            let names = arguments(args);
             if let Err(e) = c.query(quote!(#sql #(, #names)*)) {
                 panic!("{sql}: {e}");
             }

@@ -17,6 +17,7 @@
 //! cast that converts between kinds (text that is not a number to an integer, a blob to text)
 //! does not, and is for the statement's author to keep to the SQLite-only paths.
 
+use crate::statement::is_comparison;
 use sqlparser::ast::{
     BinaryOperator, CastKind, DataType, Expr, Function, FunctionArguments, InTarget, Statement,
     UnaryOperator, Value, Visit, Visitor,
@@ -110,13 +111,8 @@ fn allowed(expr: &Expr) -> Result<(), String> {
         | Expr::Between { .. }
         | Expr::Case { .. } => Ok(()),
         Expr::BinaryOp { op, .. } => match op {
-            BinaryOperator::Eq
-            | BinaryOperator::NotEq
-            | BinaryOperator::Lt
-            | BinaryOperator::LtEq
-            | BinaryOperator::Gt
-            | BinaryOperator::GtEq
-            | BinaryOperator::And
+            op if is_comparison(op) => Ok(()),
+            BinaryOperator::And
             | BinaryOperator::Or
             | BinaryOperator::Plus
             | BinaryOperator::Minus => Ok(()),

@@ -31,7 +31,7 @@
 //!   collation otherwise, which a recursive query over text columns refuses to mix).
 
 use crate::model::Table;
-use crate::statement::Parsed;
+use crate::statement::{is_comparison, Parsed};
 use functions::{ascii_case, call, function};
 use sqlparser::ast::{
     BinaryOperator, CastKind, DataType, Expr, Ident, InTarget, JoinConstraint, JoinOperator,
@@ -442,17 +442,9 @@ fn is_boolean(e: &Expr) -> bool {
         | Expr::Between { .. }
         | Expr::Like { .. }
         | Expr::ILike { .. } => true,
-        Expr::BinaryOp { op, .. } => matches!(
-            op,
-            BinaryOperator::Eq
-                | BinaryOperator::NotEq
-                | BinaryOperator::Lt
-                | BinaryOperator::LtEq
-                | BinaryOperator::Gt
-                | BinaryOperator::GtEq
-                | BinaryOperator::And
-                | BinaryOperator::Or
-        ),
+        Expr::BinaryOp { op, .. } => {
+            is_comparison(op) || matches!(op, BinaryOperator::And | BinaryOperator::Or)
+        }
         Expr::UnaryOp {
             op: UnaryOperator::Not,
             ..

@@ -18,7 +18,7 @@ mod operands;
 mod scopes;
 
 use crate::model::Affinity;
-use crate::statement::Parsed;
+use crate::statement::{is_comparison, Parsed};
 use crate::Baseline;
 use operands::{operand, Operand};
 use scopes::{last_part, Resolved, Scopes};
@@ -380,20 +380,15 @@ impl Reader<'_, '_> {
 /// The operators that compare their two sides, so a parameter on one side takes the column's
 /// type on the other.
 fn compares(op: &BinaryOperator) -> bool {
-    matches!(
-        op,
-        BinaryOperator::Eq
-            | BinaryOperator::NotEq
-            | BinaryOperator::Lt
-            | BinaryOperator::LtEq
-            | BinaryOperator::Gt
-            | BinaryOperator::GtEq
-            | BinaryOperator::Is
-            | BinaryOperator::IsNot
-            | BinaryOperator::Glob
-            | BinaryOperator::Match
-            | BinaryOperator::Regexp
-    )
+    is_comparison(op)
+        || matches!(
+            op,
+            BinaryOperator::Is
+                | BinaryOperator::IsNot
+                | BinaryOperator::Glob
+                | BinaryOperator::Match
+                | BinaryOperator::Regexp
+        )
 }
 
 /// The affinity of each top-level `CAST(.. AS type)` column of the statement's result: a
