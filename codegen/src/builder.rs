@@ -9,7 +9,8 @@ use crate::project::Project;
 use std::fs;
 use std::path::PathBuf;
 
-/// File name of the generated module inside the output directory.
+/// File name of the generated module inside the output directory (an extension's is
+/// `<name>.rs`).
 pub const GENERATED_FILE: &str = "schema.rs";
 
 /// Configures and runs code generation, prost-build style.
@@ -31,6 +32,9 @@ pub struct Builder {
     serde_feature: Option<String>,
     emit_cargo_directives: bool,
     strict_docs: Option<bool>,
+    /// The extension's name and the store's schema directory it extends.
+    extension: Option<(String, PathBuf)>,
+    module: Option<String>,
 }
 
 /// What one run produced.
@@ -55,7 +59,49 @@ impl Builder {
             serde_feature: None,
             emit_cargo_directives: true,
             strict_docs: None,
+            extension: None,
+            module: None,
         }
+    }
+
+    /// Declares the schema directory as the extension `name` of the store whose schema
+    /// directory is `store` (`seed_agents_schema::DIR`): a server crate's own tables, with their
+    /// own `schema.sql`, `migrations/` and lock, replayed on top of the store's newest schema
+    /// and checked as the store's are ([`extension::load`](crate::extension::load)).
+    ///
+    /// The generated module (`$OUT_DIR/<name>.rs`) holds the extension's rows, helpers and
+    /// docs, `EXTENSION` (what `OpenOptions::extension` registers) and the crate's own `query!`
+    /// and `query_as!`, which know the store's tables and the extension's. Its runtime path
+    /// defaults to `::seed_agents_store::__private`, and the crate includes it at
+    /// [`Builder::module`] (default `crate::db`).
+    ///
+    /// In the server crate's `build.rs`:
+    ///
+    /// ```no_run
+    /// # let store_schema_dir = "";
+    /// // store_schema_dir: seed_agents_schema::DIR
+    /// let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("db");
+    /// if let Err(e) = seed_agents_codegen::Builder::new(root)
+    ///     .extension("prefs", store_schema_dir)
+    ///     .run()
+    /// {
+    ///     eprintln!("error: {e}");
+    ///     std::process::exit(1);
+    /// }
+    /// ```
+    pub fn extension(mut self, name: &str, store: impl Into<PathBuf>) -> Self {
+        self.extension = Some((name.to_string(), store.into()));
+        if self.runtime == "crate::__private" {
+            self.runtime = "::seed_agents_store::__private".into();
+        }
+        self
+    }
+
+    /// The absolute path at which the crate includes an extension's generated module (default
+    /// `crate::db`): its `query!` names the extension's generated types through it.
+    pub fn module(mut self, path: &str) -> Self {
+        self.module = Some(path.to_string());
+        self
     }
 
     /// Where to write the generated module (default: `$OUT_DIR`).
@@ -124,7 +170,18 @@ impl Builder {
                 println!("cargo:rerun-if-env-changed={CI_ENV}");
             }
         }
-        let mut project = Project::load(&self.root)?;
+        let mut project = match &self.extension {
+            Some((name, store)) => {
+                if self.emit_cargo_directives {
+                    println!(
+                        "cargo:rerun-if-changed={}",
+                        store.join("schema.sql").display()
+                    );
+                }
+                crate::extension::load(name, &self.root, store)?
+            }
+            None => Project::load(&self.root)?,
+        };
         self.check_docs(&mut project)?;
         if self.emit_cargo_directives {
             for p in project.inputs() {
@@ -138,6 +195,7 @@ impl Builder {
         let options = emit::rust::Options {
             writes: self.writes,
             serde_feature: self.serde_feature.clone(),
+            module: self.module.clone(),
         };
         let code = emit::rust::render(&project, &self.runtime, &docs, options)?;
         let dir = match &self.out_dir {
@@ -156,7 +214,10 @@ impl Builder {
             path: dir.clone(),
             source,
         })?;
-        let path = dir.join(GENERATED_FILE);
+        let path = match &project.extension {
+            Some(name) => dir.join(format!("{name}.rs")),
+            None => dir.join(GENERATED_FILE),
+        };
         let changed = fs::read_to_string(&path).ok().as_deref() != Some(code.as_str());
         if changed {
             fs::write(&path, &code).map_err(|source| Error::Io {

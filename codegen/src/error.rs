@@ -118,6 +118,15 @@ pub enum Error {
         /// What PostgreSQL cannot express, or which dialect file to write.
         message: String,
     },
+    /// An extension schema is not one the store can share a file with: a bad name, or a
+    /// statement that touches a store object.
+    #[error("extension {name}: {message}")]
+    Extension {
+        /// The extension's name.
+        name: String,
+        /// What is wrong, naming the file, line and statement.
+        message: String,
+    },
     /// Generated Rust did not parse: a bug in the emitter.
     #[error("generated Rust does not parse ({message}); this is a codegen bug")]
     Emit {

@@ -16,6 +16,7 @@ mod builder;
 pub mod coverage;
 pub mod emit;
 mod error;
+pub mod extension;
 mod ident;
 pub mod lock;
 pub mod migration;

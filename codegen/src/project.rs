@@ -62,6 +62,10 @@ pub struct Project {
     pub annotations: Annotations,
     /// Things worth saying that do not fail the build (an unlocked new migration).
     pub warnings: Vec<String>,
+    /// The extension's name when this is an extension schema
+    /// ([`extension::load`](crate::extension::load)): its models then hold its own objects
+    /// only, and its chain starts at its own genesis on both backends.
+    pub extension: Option<String>,
 }
 
 impl Project {
@@ -76,24 +80,7 @@ impl Project {
         let schema_path = root.join("schema.sql");
         let schema_sql = read(&schema_path)?;
         let migrations = read_migrations(&root.join("migrations"))?;
-
-        let mut warnings = Vec::new();
-        let lock_path = root.join("migrations").join(lock::LOCK_FILE);
-        let lock_text = match fs::read_to_string(&lock_path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(source) => {
-                return Err(Error::Io {
-                    path: lock_path,
-                    source,
-                })
-            }
-        };
-        match lock::check(&lock_path, &lock_text, &migrations) {
-            Ok(()) => {}
-            Err(e @ Error::NotLocked { .. }) => warnings.push(e.to_string()),
-            Err(e) => return Err(e),
-        }
+        let warnings = check_lock(&root, &migrations)?;
 
         let Baseline {
             schema_path,
@@ -107,19 +94,7 @@ impl Project {
         if migrated != catalogs[0] {
             catalogs.push(migrated);
         }
-        let provenance = provenance(&versions);
-        let latest = versions.last().expect("genesis always exists");
-        let diffs = diff::diff(&fresh, latest);
-        if !diffs.is_empty() {
-            let version = migrations.len() - 1;
-            let report = diff::render(
-                &diffs,
-                "schema.sql",
-                &format!("migrations (version {version})"),
-                |d| Some(blame(d, &provenance, &migrations)),
-            );
-            return Err(Error::Drift { report });
-        }
+        let provenance = parity("schema.sql", &fresh, &versions, &migrations)?;
         Ok(Project {
             root,
             schema_path,
@@ -131,6 +106,7 @@ impl Project {
             provenance,
             annotations,
             warnings,
+            extension: None,
         })
     }
 
@@ -191,6 +167,54 @@ impl Baseline {
     }
 }
 
+/// The history of `versions` (one per migration), once `fresh` (schema.sql, reported as
+/// `label`) is shown to equal the newest of them.
+///
+/// # Errors
+/// [`Error::Drift`], each difference blamed on the migration that last touched it.
+pub(crate) fn parity(
+    label: &str,
+    fresh: &Schema,
+    versions: &[Schema],
+    migrations: &[Migration],
+) -> Result<Provenance> {
+    let provenance = provenance(versions);
+    let latest = versions.last().expect("genesis always exists");
+    let diffs = diff::diff(fresh, latest);
+    if diffs.is_empty() {
+        return Ok(provenance);
+    }
+    let version = migrations.len() - 1;
+    let report = diff::render(
+        &diffs,
+        label,
+        &format!("migrations (version {version})"),
+        |d| Some(blame(d, &provenance, migrations)),
+    );
+    Err(Error::Drift { report })
+}
+
+/// Checks `root/migrations/migrations.lock` against `migrations`: the warning for a migration
+/// not locked yet, or the error for a locked one that changed.
+pub(crate) fn check_lock(root: &Path, migrations: &[Migration]) -> Result<Vec<String>> {
+    let lock_path = root.join("migrations").join(lock::LOCK_FILE);
+    let lock_text = match fs::read_to_string(&lock_path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => {
+            return Err(Error::Io {
+                path: lock_path,
+                source,
+            })
+        }
+    };
+    match lock::check(&lock_path, &lock_text, migrations) {
+        Ok(()) => Ok(Vec::new()),
+        Err(e @ Error::NotLocked { .. }) => Ok(vec![e.to_string()]),
+        Err(e) => Err(e),
+    }
+}
+
 /// "last touched by migrations/NNNN_x.sql" (or why no migration did) for one difference.
 fn blame(d: &Difference, p: &Provenance, migrations: &[Migration]) -> String {
     let file = |v: u32| format!("migrations/{}.sql", migrations[v as usize].name);
@@ -243,14 +267,14 @@ pub fn execute_file(conn: &Connection, path: &Path, sql_text: &str) -> Result<()
     Ok(())
 }
 
-fn memory() -> Result<Connection> {
+pub(crate) fn memory() -> Result<Connection> {
     Connection::open_in_memory().map_err(|source| Error::Introspect {
         what: "an in-memory database".into(),
         source,
     })
 }
 
-fn model(conn: &Connection, what: impl Fn() -> String) -> Result<Schema> {
+pub(crate) fn model(conn: &Connection, what: impl Fn() -> String) -> Result<Schema> {
     introspect(conn).map_err(|source| Error::Introspect {
         what: what(),
         source,

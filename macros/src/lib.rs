@@ -9,15 +9,31 @@
 use proc_macro::TokenStream;
 use seed_agents_codegen::query::Checker;
 use seed_agents_codegen::Baseline;
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// schema.sql, from the crate that owns it: editing it recompiles that crate, this one and so
 /// every checked query.
 use seed_agents_schema::SCHEMA_SQL;
 
 thread_local! {
-    static CHECKER: Result<Checker, String> = Baseline::from_sql("schema.sql", SCHEMA_SQL)
-        .and_then(|b| Checker::new(b, "::seed_agents_store::__private", "::seed_agents_store::schema"))
-        .map_err(|e| e.to_string());
+    static CHECKER: Result<Checker, String> = store_checker().map_err(|e| e.to_string());
+    /// The checkers of extensions, by (name, schema.sql, module path): one per extension a
+    /// crate declares, built on its first statement.
+    static EXTENDED: RefCell<HashMap<ExtensionKey, Result<Checker, String>>> = RefCell::default();
+}
+
+/// An extension's name, `schema.sql` and module path.
+type ExtensionKey = (String, String, String);
+
+fn store_checker() -> seed_agents_codegen::Result<Checker> {
+    Baseline::from_sql("schema.sql", SCHEMA_SQL).and_then(|b| {
+        Checker::new(
+            b,
+            "::seed_agents_store::__private",
+            "::seed_agents_store::schema",
+        )
+    })
 }
 
 fn expand(
@@ -34,6 +50,67 @@ fn expand(
             .into_compile_error(),
         })
         .into()
+}
+
+/// The input of an extension's macros: `"name", "schema.sql", "module path"; rest`.
+struct Extended {
+    key: ExtensionKey,
+    rest: proc_macro2::TokenStream,
+}
+
+impl syn::parse::Parse for Extended {
+    fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
+        let name: syn::LitStr = input.parse()?;
+        input.parse::<syn::Token![,]>()?;
+        let sql: syn::LitStr = input.parse()?;
+        input.parse::<syn::Token![,]>()?;
+        let module: syn::LitStr = input.parse()?;
+        input.parse::<syn::Token![;]>()?;
+        Ok(Extended {
+            key: (name.value(), sql.value(), module.value()),
+            rest: input.parse()?,
+        })
+    }
+}
+
+/// [`expand`] with the checker of the extension the input names.
+fn expand_extended(
+    input: TokenStream,
+    f: fn(&Checker, proc_macro2::TokenStream) -> syn::Result<proc_macro2::TokenStream>,
+) -> TokenStream {
+    let Extended { key, rest } = match syn::parse::<Extended>(input) {
+        Ok(parsed) => parsed,
+        Err(e) => return e.into_compile_error().into(),
+    };
+    EXTENDED
+        .with(|cache| {
+            let mut cache = cache.borrow_mut();
+            let checker = cache.entry(key).or_insert_with_key(|(name, sql, module)| {
+                store_checker()
+                    .and_then(|c| c.with_extension(name, sql, module))
+                    .map_err(|e| format!("extension {name}'s schema.sql cannot be loaded: {e}"))
+            });
+            match checker {
+                Ok(c) => f(c, rest).unwrap_or_else(syn::Error::into_compile_error),
+                Err(e) => syn::Error::new(proc_macro2::Span::call_site(), e).into_compile_error(),
+            }
+        })
+        .into()
+}
+
+/// An extension's `query!`, which its generated module wraps (`db::query!`): not called
+/// directly. The input is `"name", "schema.sql", "module path"; ` then `query!`'s.
+#[doc(hidden)]
+#[proc_macro]
+pub fn query_in(input: TokenStream) -> TokenStream {
+    expand_extended(input, Checker::query)
+}
+
+/// An extension's `query_as!` (see [`query_in!`]).
+#[doc(hidden)]
+#[proc_macro]
+pub fn query_as_in(input: TokenStream) -> TokenStream {
+    expand_extended(input, Checker::query_as)
 }
 
 /// `query!("SQL", args...)`: a statement checked against schema.sql whose rows are a record typed

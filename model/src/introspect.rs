@@ -1,17 +1,22 @@
 //! Reads the normalized [`Schema`] of a live database from SQLite's own catalog and pragmas.
 //!
-//! Objects whose names start with `sqlite_` (SQLite's internals, `sqlite_stat1`, ...) or
-//! `_litestream_` (a replication tool's bookkeeping) are not ours and are left out.
+//! Objects whose names start with `sqlite_` (SQLite's internals, `sqlite_stat1`, ...) and
+//! Litestream's two bookkeeping tables (`_litestream_seq`, `_litestream_lock`: the replication
+//! tool writes them into the file it replicates) are not ours and are left out. Any other name
+//! is some schema's object, so an unexpected one is seen and judged.
 
 use crate::model::{Column, ForeignKey, Index, IndexColumn, Schema, SqlObject, Table};
 use crate::sql;
 use rusqlite::Connection;
 use std::collections::BTreeMap;
 
-/// True for names of objects this store does not own.
+/// Litestream's bookkeeping tables, the only objects of another tool a file may hold.
+pub const LITESTREAM_TABLES: [&str; 2] = ["_litestream_seq", "_litestream_lock"];
+
+/// True for names of objects no schema owns: SQLite's own and [`LITESTREAM_TABLES`].
 pub fn is_foreign_object(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    lower.starts_with("sqlite_") || lower.starts_with("_litestream_")
+    lower.starts_with("sqlite_") || LITESTREAM_TABLES.contains(&lower.as_str())
 }
 
 /// The catalog as the text the structure is derived from: type, name, table and SQL of each row

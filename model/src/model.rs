@@ -253,4 +253,43 @@ impl Schema {
     pub fn fingerprint(&self) -> String {
         hex::encode(Sha256::digest(self.to_canonical_json().as_bytes()))
     }
+
+    /// The name of every object: tables, triggers and views (an index goes with its table).
+    pub fn names(&self) -> BTreeSet<&str> {
+        self.tables
+            .keys()
+            .chain(self.triggers.keys())
+            .chain(self.views.keys())
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// The objects whose names `keep` accepts, each whole (a table with its indexes): how one
+    /// file's structure is split between the store and the extensions that share it.
+    ///
+    /// ```
+    /// let conn = rusqlite::Connection::open_in_memory()?;
+    /// conn.execute_batch("CREATE TABLE a (x); CREATE TABLE b (y); CREATE INDEX b_y ON b (y)")?;
+    /// let all = seed_agents_model::introspect(&conn)?;
+    /// let b = all.select(|name| name == "b");
+    /// assert_eq!(b.names().into_iter().collect::<Vec<_>>(), ["b"]);
+    /// assert_eq!(b.tables["b"].indexes.len(), 1);
+    /// # Ok::<(), rusqlite::Error>(())
+    /// ```
+    pub fn select(&self, keep: impl Fn(&str) -> bool) -> Schema {
+        fn only<T: Clone>(
+            map: &BTreeMap<String, T>,
+            keep: &impl Fn(&str) -> bool,
+        ) -> BTreeMap<String, T> {
+            map.iter()
+                .filter(|(name, _)| keep(name))
+                .map(|(name, v)| (name.clone(), v.clone()))
+                .collect()
+        }
+        Schema {
+            tables: only(&self.tables, &keep),
+            triggers: only(&self.triggers, &keep),
+            views: only(&self.views, &keep),
+        }
+    }
 }

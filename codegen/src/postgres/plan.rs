@@ -76,8 +76,12 @@ pub struct Plan {
 /// express; [`Error::Io`] when a dialect file cannot be read.
 pub fn plan(project: &Project) -> Result<Plan> {
     let latest = project.latest_version();
-    let dialect = dialect_files(&project.root, project)?;
-    let baseline = BASELINE.min(latest);
+    // An extension's chain is its own, from its genesis: every version is reachable.
+    let baseline = match project.extension {
+        Some(_) => 0,
+        None => BASELINE.min(latest),
+    };
+    let dialect = dialect_files(&project.root, project, baseline)?;
     let Some(genesis_model) = project.versions.get(baseline as usize) else {
         return Err(unsupported(format!(
             "the migrations end at version {latest}, but no model of version {baseline} was replayed"
@@ -135,7 +139,7 @@ pub fn dialect_path(root: &Path, name: &str) -> PathBuf {
 }
 
 /// The dialect files by version, each checked to name a migration after the baseline.
-fn dialect_files(root: &Path, project: &Project) -> Result<BTreeMap<u32, PathBuf>> {
+fn dialect_files(root: &Path, project: &Project, baseline: u32) -> Result<BTreeMap<u32, PathBuf>> {
     let dir = root.join(DIALECT_DIR);
     let mut out = BTreeMap::new();
     let entries = match std::fs::read_dir(&dir) {
@@ -157,11 +161,11 @@ fn dialect_files(root: &Path, project: &Project) -> Result<BTreeMap<u32, PathBuf
         let known = project
             .migrations
             .iter()
-            .find(|m| m.version > BASELINE && stem == m.name);
+            .find(|m| m.version > baseline && stem == m.name);
         let Some(m) = known else {
             return Err(Error::Postgres {
                 message: format!(
-                    "{}: a dialect file is named after a migration after version {BASELINE} (NNNN_name.sql as in migrations/)",
+                    "{}: a dialect file is named after a migration after version {baseline} (NNNN_name.sql as in migrations/)",
                     path.display()
                 ),
             });

@@ -239,6 +239,7 @@ impl Checker {
         let (checks, ctor, params) = self.arguments(&lit, &d, &args)?;
         let mut fields = Vec::new();
         let mut field_checks = Vec::new();
+        let row = format_ident!("row");
         for (i, c) in d.columns.iter().enumerate() {
             let (field, nullability) =
                 result_field(&c.name).map_err(|m| syn::Error::new(lit.span(), m))?;
@@ -252,7 +253,9 @@ impl Checker {
                     #rt::field_check_by::<#col_ty, #ty, _, _>(|r: &#ty| &r.#field, #marker);
                 }
             });
-            let value = quote_spanned!(lit.span()=> #rt::FromColumn::from_column(row, #i, #table, #column)?);
+            // `row` is named with one span, the function's and its uses': the literal comes
+            // from the caller (through an extension's `macro_rules!` wrapper, of other hygiene).
+            let value = quote_spanned!(lit.span()=> #rt::FromColumn::from_column(#row, #i, #table, #column)?);
             fields.push(quote_spanned!(lit.span()=> #field: #value));
         }
         let sql = lit.value();
@@ -260,7 +263,7 @@ impl Checker {
         Ok(quote! {{
             #checks
             #(#field_checks)*
-            fn __decode(row: &dyn #rt::Columns) -> #rt::Result<#ty> {
+            fn __decode(#row: &dyn #rt::Columns) -> #rt::Result<#ty> {
                 Ok(#ty { #(#fields,)* })
             }
             #rt::Query::#ctor(#sql, #pg, #params, __decode)

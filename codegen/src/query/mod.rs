@@ -84,6 +84,40 @@ impl Checker {
         })
     }
 
+    /// This checker with the extension `name`'s `schema.sql` (`schema_sql`) on top of the
+    /// store's schema: statements may then use both, and the extension's generated types are
+    /// named through `module` (the path its crate includes the generated module at).
+    ///
+    /// # Errors
+    /// What [`extension::load`](crate::extension::load) refuses in a `schema.sql`, or a
+    /// `module` that is not a Rust path.
+    pub fn with_extension(mut self, name: &str, schema_sql: &str, module: &str) -> Result<Checker> {
+        let module_path: syn::Path = syn::parse_str(module).map_err(|e| crate::Error::Emit {
+            message: format!("`{module}` is not a Rust path: {e}"),
+        })?;
+        crate::extension::check_name(name)?;
+        let path = std::path::PathBuf::from(format!("{name}/schema.sql"));
+        let (conn, fresh) = crate::extension::on_store(name, &self.baseline, &path, schema_sql)?;
+        let annotations = crate::annotations::parse(&path, schema_sql, &fresh)?;
+        let extension = Baseline {
+            schema_path: path,
+            schema_sql: schema_sql.to_string(),
+            fresh,
+            catalog: String::new(),
+            annotations,
+        };
+        let types = column_types(&extension, &self.rt(), &module_path)?;
+        self.types.extend(
+            types
+                .into_iter()
+                .map(|(key, (ty, not_null))| (key, (ty.to_string(), not_null))),
+        );
+        self.baseline.fresh.tables.extend(extension.fresh.tables);
+        self.non_null = crate::postgres::non_null_columns(self.baseline.fresh.tables.values());
+        self.conn = conn;
+        Ok(self)
+    }
+
     /// The runtime path, as tokens of the current expansion.
     fn rt(&self) -> syn::Path {
         syn::parse_str(&self.runtime).expect("checked in Checker::new")

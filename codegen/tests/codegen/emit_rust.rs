@@ -567,6 +567,7 @@ fn serde_support_is_emitted_only_under_the_named_feature() {
     let options = Options {
         writes: WriteHelpers::Public,
         serde_feature: Some("wire".into()),
+        ..Options::default()
     };
     let out = render(&project, "crate::rt", &BTreeMap::new(), options).unwrap();
     let compact: String = out.split_whitespace().collect();

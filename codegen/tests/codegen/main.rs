@@ -9,6 +9,7 @@ mod doc_coverage;
 mod drift;
 mod emit_docs;
 mod emit_rust;
+mod extension;
 mod postgres_plan;
 mod query_bindings;
 mod query_fuzz;
