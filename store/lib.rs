@@ -51,6 +51,7 @@ pub mod audit;
 mod conversation;
 mod error;
 mod execution;
+mod extension;
 pub mod feed;
 mod handle;
 pub mod keys;
@@ -73,6 +74,7 @@ pub use conversation::{
 };
 pub use error::{Error, ErrorKind, Refusal, Result};
 pub use execution::{journal, lease, runs, triggers, waits, watermarks};
+pub use extension::{version_key as extension_version_key, Extension};
 pub use maintenance::{prune, retention};
 pub use sql::db::{Columns, Db, Executor};
 pub use sql::dynamic::FromRow;
@@ -109,6 +111,7 @@ pub use sqlite::status::{status, StatusReport, Verdict};
 #[doc(hidden)]
 pub mod __private {
     pub use crate::error::{Error, Result};
+    pub use crate::extension::Extension;
     pub use crate::payload;
     pub use crate::sql::arguments::Arguments;
     pub use crate::sql::db::{Columns, Db, Executor};
@@ -121,6 +124,7 @@ pub mod __private {
     pub use crate::values::cbor::Cbor;
     pub use rusqlite;
     pub use sea_query;
+    pub use seed_agents_macros::{query_as_in, query_in};
     // Generated rows and enums name serde only under the `serde` feature.
     #[cfg(feature = "serde")]
     pub use serde;

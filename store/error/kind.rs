@@ -132,6 +132,8 @@ impl Error {
             // Encoding fails on what the caller passed (a non-finite float, a shadowed key);
             // decoding only ever reads what is stored.
             Error::Invalid { .. }
+            | Error::ExtensionDeclaration { .. }
+            | Error::StoreTableWrite { .. }
             | Error::CopyValue { .. }
             | Error::Decode { .. }
             | Error::Cbor(CborError::Encode { .. }) => ErrorKind::Invalid,
@@ -252,6 +254,8 @@ mod tests {
                 Error::Cbor(_) => "Cbor",
                 Error::RuntimeShutDown => "RuntimeShutDown",
                 Error::Unsupported { .. } => "Unsupported",
+                Error::ExtensionDeclaration { .. } => "ExtensionDeclaration",
+                Error::StoreTableWrite { .. } => "StoreTableWrite",
                 Error::Decode { .. } => "Decode",
                 #[cfg(feature = "postgres")]
                 Error::Postgres { .. } => "Postgres",
@@ -409,6 +413,11 @@ mod tests {
                 what: "x",
                 backend: "PostgreSQL",
             },
+            Error::ExtensionDeclaration {
+                name: text(),
+                detail: text(),
+            },
+            Error::StoreTableWrite { what: text() },
             Error::PostgresRefused {
                 database: text(),
                 reason: corrupt,

@@ -331,6 +331,24 @@ pub enum Error {
     /// started on its blocking pool: the operation did not run, nothing was written.
     #[error("the tokio runtime shut down before the store operation started; it did not run")]
     RuntimeShutDown,
+    /// The extensions given to [`OpenOptions::extension`](crate::OpenOptions::extension)
+    /// cannot share one database: two with one name or one object, or one whose object the
+    /// store now owns. Nothing was opened.
+    #[error("extension {name}: {detail}")]
+    ExtensionDeclaration {
+        /// The extension.
+        name: String,
+        /// What collides.
+        detail: String,
+    },
+    /// A statement inside [`Store::write_extension`](crate::Store::write_extension) touched
+    /// what no registered extension owns (a store table, the schema): refused, and the whole
+    /// write rolled back.
+    #[error("an extension's write may change only its own tables, but it {what}; the store's rows are written by the store's operations")]
+    StoreTableWrite {
+        /// What the statement did, naming the object.
+        what: String,
+    },
     /// What was asked for exists only on another backend than the one holding the store.
     #[error("{what} is not available on {backend}")]
     Unsupported {

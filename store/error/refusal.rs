@@ -76,6 +76,50 @@ pub enum Refusal {
         /// The differences, one object per entry.
         diff: String,
     },
+    /// The file holds objects that belong neither to the store nor to a declared extension.
+    #[error("it holds {} that belong{} neither to the store (at version {version}) nor to a declared extension: {}", if names.len() == 1 { "an object" } else { "objects" }, if names.len() == 1 { "s" } else { "" }, names.join(", "))]
+    UnownedObjects {
+        /// The objects' names.
+        names: Vec<String>,
+        /// The store's version in the file.
+        version: u32,
+    },
+    /// The file holds an extension's tables, and this program does not declare it.
+    #[error("it holds the tables of the extension `{name}` (version {version:?}), which this program does not declare, so they cannot be checked or migrated")]
+    UndeclaredExtension {
+        /// The extension's name, from its version key.
+        name: String,
+        /// Its stored version, as text.
+        version: String,
+    },
+    /// An extension's version key does not hold a version number.
+    #[error("the version of the extension `{name}` ({value:?}) is not a version number")]
+    UnparseableExtensionVersion {
+        /// The extension.
+        name: String,
+        /// The stored value, as text.
+        value: String,
+    },
+    /// An extension in the file is newer than this program's declaration of it.
+    #[error("its extension `{name}` is at version {found}, newer than this program's version {supported} of it")]
+    ExtensionAhead {
+        /// The extension.
+        name: String,
+        /// The file's version of it.
+        found: u32,
+        /// This program's version of it.
+        supported: u32,
+    },
+    /// An extension's objects are not the structure of the version its key claims.
+    #[error("its extension `{name}` claims version {version}, but its structure differs from version {version}:\n{diff}")]
+    ExtensionStructureMismatch {
+        /// The extension.
+        name: String,
+        /// The claimed version.
+        version: u32,
+        /// The differences, one object per entry.
+        diff: String,
+    },
 }
 
 impl Refusal {
@@ -106,6 +150,31 @@ impl Refusal {
             Refusal::StructureMismatch { .. } => format!(
                 "Its tables were changed outside the migrations: restore {p} from a backup, or repair the structure listed above. The file was left as it was."
             ),
+            _ => self.extension_advice("The file"),
+        }
+    }
+
+    /// The advice for the refusals about extensions and objects of no one, which read the same
+    /// on both backends (`what` is "The file" or "The database").
+    fn extension_advice(&self, what: &str) -> String {
+        match self {
+            Refusal::UnownedObjects { .. } => format!(
+                "If your server added them on purpose, declare them as an extension (its own schema.sql and migrations; see the README's \"Your own tables\") and open with OpenOptions::extension; otherwise find out what wrote them. {what} was left as it was."
+            ),
+            Refusal::UndeclaredExtension { name, .. } => format!(
+                "Open it from the server that declares the extension `{name}` (OpenOptions::extension), or add that declaration to this program. {what} is fine; do not delete it."
+            ),
+            Refusal::UnparseableExtensionVersion { name, .. } => format!(
+                "Its server_config key {} was written by something other than the store: restore the number it held. {what} was left as it was.",
+                crate::extension::version_key(name)
+            ),
+            Refusal::ExtensionAhead { name, .. } => format!(
+                "This program's extension `{name}` is older than the database's: upgrade the crate that declares it. {what} is fine; do not delete it."
+            ),
+            Refusal::ExtensionStructureMismatch { name, .. } => format!(
+                "The tables of the extension `{name}` were changed outside its migrations: restore from a backup, or repair the structure listed above. {what} was left as it was."
+            ),
+            _ => String::new(),
         }
     }
 
@@ -126,6 +195,7 @@ impl Refusal {
             Refusal::NotADatabase { .. } | Refusal::Corrupt { .. } | Refusal::StructureMismatch { .. } => format!(
                 "Its tables were changed outside the migrations: restore {database} from a backup, or repair the structure listed above. Nothing was changed."
             ),
+            _ => self.extension_advice("The database"),
         }
     }
 }

@@ -23,6 +23,8 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use crate::error::{Location, Result};
+use crate::extension::write::Guard;
+use crate::extension::Extensions;
 use crate::feed::hub::Hub;
 use crate::keys::KeyProvider;
 use crate::schema;
@@ -74,6 +76,8 @@ struct Shared {
     keys: Arc<dyn KeyProvider>,
     /// Who waits for which commits ([`crate::feed`]).
     feed: Hub,
+    /// The extensions registered when it was opened.
+    extensions: Extensions,
 }
 
 /// A [`Store`] that does not keep it open: its background threads end with the last handle.
@@ -98,6 +102,8 @@ enum Engine {
         /// Checkpoints the writer ran ([`crate::sqlite::checkpoint`]).
         checkpoints: Arc<AtomicU64>,
         readers: Pool,
+        /// The writer's authorizer, active inside [`Store::write_extension`].
+        guard: Arc<Guard>,
     },
     /// A PostgreSQL database shared by every node.
     #[cfg(feature = "postgres")]
@@ -122,6 +128,7 @@ pub(crate) struct Parts {
     pub(crate) outcome: Outcome,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) keys: Arc<dyn KeyProvider>,
+    pub(crate) extensions: Extensions,
 }
 
 impl Store {
@@ -135,8 +142,11 @@ impl Store {
             outcome,
             clock,
             keys,
+            extensions,
         } = parts;
         crate::sqlite::busy::install_with(&mut writer, sharing.busy_timeout)?;
+        let guard = Arc::new(Guard::default());
+        Guard::install(&guard, &mut writer)?;
         let checkpoints = crate::sqlite::checkpoint::watch(&mut writer)?;
         crate::sqlite::busy::install_with(&mut first_reader, sharing.busy_timeout)?;
         let timeout = sharing.busy_timeout;
@@ -156,12 +166,14 @@ impl Store {
                         sharing.busy_timeout,
                         opener,
                     ),
+                    guard,
                 },
                 location: Location { path, read_only },
                 outcome,
                 clock,
                 keys,
                 feed: Hub::default(),
+                extensions,
             }),
         })
     }
@@ -175,6 +187,7 @@ impl Store {
         outcome: Outcome,
         clock: Arc<dyn Clock>,
         keys: Arc<dyn KeyProvider>,
+        extensions: Extensions,
     ) -> Store {
         Store {
             shared: Arc::new(Shared {
@@ -184,6 +197,7 @@ impl Store {
                 clock,
                 keys,
                 feed: Hub::default(),
+                extensions,
             }),
         }
     }
@@ -335,6 +349,23 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Unsupported`] on another backend.
+    /// The extensions registered when the store was opened.
+    pub(crate) fn extensions(&self) -> &Extensions {
+        &self.shared.extensions
+    }
+
+    /// The SQLite writer's authorizer ([`crate::extension::write`]).
+    pub(crate) fn write_guard(&self) -> Result<&Arc<Guard>> {
+        match &self.shared.engine {
+            Engine::Sqlite { guard, .. } => Ok(guard),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(_) => Err(crate::Error::Unsupported {
+                what: "SQLite's writer",
+                backend: "PostgreSQL",
+            }),
+        }
+    }
+
     pub(crate) fn sqlite_writer(&self) -> Result<&Writer> {
         match &self.shared.engine {
             Engine::Sqlite { writer, .. } => Ok(writer),

@@ -16,6 +16,7 @@ use super::gate::{fail, judge, State};
 use super::migrate::{install, upgrade};
 use super::{Database, SCHEMA_LOCK};
 use crate::error::{Error, Result};
+use crate::extension::Extensions;
 use crate::{schema, Store};
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{IsNull, ToSql, Type};
@@ -137,7 +138,7 @@ fn copy_current(from: &Path, to: &str, source_version: u32) -> Result<CopyReport
     let mut tx = target.client.transaction().map_err(|e| fail(&name, e))?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
         .map_err(|e| fail(&name, e))?;
-    match judge(&mut tx, &name)? {
+    match judge(&mut tx, &name, &Extensions::default())?.0 {
         State::Fresh => install(&mut tx, &name)?,
         State::At(v) if v < schema::SCHEMA_VERSION => upgrade(&mut tx, &name, v)?,
         State::At(_) => {}
@@ -173,7 +174,7 @@ fn copy_current(from: &Path, to: &str, source_version: u32) -> Result<CopyReport
         });
     }
     // What arrived is a store at this version: its own version key says so.
-    if judge(&mut tx, &name)? != State::At(schema::SCHEMA_VERSION) {
+    if judge(&mut tx, &name, &Extensions::default())?.0 != State::At(schema::SCHEMA_VERSION) {
         return Err(Error::CopyMismatch {
             table: "server_config".into(),
             detail: "the copied version key does not name this binary's version".into(),

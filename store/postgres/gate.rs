@@ -8,9 +8,10 @@
 
 use super::Database;
 use crate::error::{Error, Refusal, Result};
+use crate::extension::{self, Extensions, Owner};
 use crate::schema;
 use postgres::GenericClient;
-use seed_agents_model::{diff, postgres as dialect, Schema};
+use seed_agents_model::{postgres as dialect, Schema};
 
 /// What the gate found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +29,16 @@ impl Database {
     /// [`Error::PostgresRefused`] when the database is not one this binary can use (its
     /// structure, its version key); [`Error::Postgres`] when the server fails.
     pub fn inspect(&mut self) -> Result<State> {
+        self.inspect_with(&Extensions::default())
+            .map(|(state, _)| state)
+    }
+
+    /// [`Database::inspect`] of a database that may hold the registered `extensions`' tables:
+    /// the store's state and each extension's version (`None`: not installed).
+    pub(crate) fn inspect_with(
+        &mut self,
+        extensions: &Extensions,
+    ) -> Result<(State, Vec<Option<u32>>)> {
         let name = self.name.clone();
         let mut tx = self
             .client
@@ -36,7 +47,7 @@ impl Database {
             .read_only(true)
             .start()
             .map_err(|source| fail(&name, source))?;
-        let state = judge(&mut tx, &name);
+        let state = judge(&mut tx, &name, extensions);
         // Nothing was written: ending the snapshot cannot lose anything.
         let _ = tx.rollback();
         state
@@ -57,7 +68,11 @@ impl Database {
 
 /// The gate's reads, inside the caller's transaction (a migration runs them again under its
 /// lock).
-pub(super) fn judge(client: &mut impl GenericClient, name: &str) -> Result<State> {
+pub(super) fn judge(
+    client: &mut impl GenericClient,
+    name: &str,
+    extensions: &Extensions,
+) -> Result<(State, Vec<Option<u32>>)> {
     let refused = |reason| Error::PostgresRefused {
         database: name.to_string(),
         reason,
@@ -72,7 +87,7 @@ pub(super) fn judge(client: &mut impl GenericClient, name: &str) -> Result<State
         .map_err(|e| fail(name, e))?
         .get(0);
     if objects == 0 {
-        return Ok(State::Fresh);
+        return Ok((State::Fresh, extensions.iter().map(|_| None).collect()));
     }
     let has_config: bool = client
         .query_one(
@@ -86,34 +101,59 @@ pub(super) fn judge(client: &mut impl GenericClient, name: &str) -> Result<State
     if !has_config {
         return Err(refused(Refusal::NoServerConfig { supported }));
     }
-    let read = |key: &str| -> Result<Option<String>> {
+    let mut read = |key: &str| -> Result<Option<String>> {
         let row = client
             .query_opt("SELECT value FROM server_config WHERE key = $1", &[&key])
             .map_err(|e| fail(name, e))?;
         Ok(row.map(|r| String::from_utf8_lossy(r.get::<_, &[u8]>(0)).into_owned()))
     };
-    let version = crate::sqlite::gate::claimed(read)?.map_err(refused)?;
+    let version = crate::values::version::claimed(&mut read)?.map_err(refused)?;
     if version < schema::POSTGRES_BASELINE {
         return Err(refused(Refusal::BeforePostgres {
             found: version,
             baseline: schema::POSTGRES_BASELINE,
         }));
     }
+    let stored: Vec<String> = client
+        .query(
+            "SELECT key FROM server_config WHERE substr(key, 1, 10) = 'extension:'",
+            &[],
+        )
+        .map_err(|e| fail(name, e))?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut read = |key: &str| -> Result<Option<String>> {
+        let row = client
+            .query_opt("SELECT value FROM server_config WHERE key = $1", &[&key])
+            .map_err(|e| fail(name, e))?;
+        Ok(row.map(|r| String::from_utf8_lossy(r.get::<_, &[u8]>(0)).into_owned()))
+    };
+    let versions = extensions.claimed(&stored, &mut read)?.map_err(refused)?;
     let actual = dialect::introspect(client).map_err(|e| fail(name, e))?;
-    let expected = expected(version);
-    if actual.fingerprint() != fingerprint(version) {
-        return Err(refused(Refusal::StructureMismatch {
-            version,
-            supported,
-            diff: diff::render(
-                &diff(&expected, &actual),
-                "the version",
-                "the database",
-                |_| None,
-            ),
-        }));
+    let mut owners = vec![Owner {
+        name: None,
+        version,
+        expected: expected(version),
+        fingerprint: fingerprint(version),
+    }];
+    for (ext, v) in extensions.iter().zip(&versions) {
+        if let Some(v) = *v {
+            owners.push(Owner {
+                name: Some(ext.name),
+                version: v,
+                expected: dialect::portable(&ext.model(v)),
+                fingerprint: ext
+                    .postgres_fingerprints
+                    .iter()
+                    .find(|(at, _)| *at == v)
+                    .map(|(_, f)| *f)
+                    .expect("the build embeds a fingerprint for every version of an extension"),
+            });
+        }
     }
-    Ok(State::At(version))
+    extension::judge(&actual, &owners, supported).map_err(refused)?;
+    Ok((State::At(version), versions))
 }
 
 /// The portable structure a PostgreSQL database at `version` has.

@@ -9,18 +9,17 @@
 //! reported as what it is.
 
 use crate::error::{Error, Refusal, Result};
+use crate::extension::{self, Extensions, Owner};
 use crate::query;
 use crate::schema;
 use crate::sqlite::storage;
+use crate::values::version;
 use rusqlite::Connection;
 use seed_agents_model::introspect::catalog_text;
 use seed_agents_model::{diff, introspect, Schema};
 use std::path::Path;
 
-/// The `server_config` key holding the schema version as TEXT digits.
-pub const VERSION_KEY: &str = "schema_migration_version";
-/// The key older servers used before migrations were tracked.
-pub const LEGACY_VERSION_KEY: &str = "schema_version";
+pub use crate::values::version::{LEGACY_VERSION_KEY, VERSION_KEY};
 
 /// What the gate found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,7 +30,16 @@ pub enum State {
     At(u32),
 }
 
-/// Inspects `conn`, the open database file `path`, and returns its state.
+/// What the gate found: the store's state and each registered extension's version (`None`:
+/// not installed), in the order they were registered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub(crate) store: State,
+    pub(crate) extensions: Vec<Option<u32>>,
+}
+
+/// Inspects `conn`, the open database file `path`, and returns its state. A file that holds an
+/// extension's tables is refused: [`crate::OpenOptions::extension`] declares them.
 ///
 /// Outside a transaction the reads run inside one `BEGIN DEFERRED` read transaction; inside one
 /// (the migrator's `BEGIN IMMEDIATE`) they join it.
@@ -40,12 +48,21 @@ pub enum State {
 /// [`Error::Refused`] when the file itself is refused; [`Error::Busy`], [`Error::DiskIo`] and the
 /// other environment variants when the file could not be read (never a refusal).
 pub fn inspect(conn: &Connection, path: &Path) -> Result<State> {
+    inspect_with(conn, path, &Extensions::default()).map(|found| found.store)
+}
+
+/// [`inspect`] of a file that may hold the registered `extensions`' tables.
+pub(crate) fn inspect_with(
+    conn: &Connection,
+    path: &Path,
+    extensions: &Extensions,
+) -> Result<Found> {
     let own = conn.is_autocommit();
     if own {
         conn.execute_batch("BEGIN DEFERRED")
             .map_err(|e| Error::from_sqlite(e, path))?;
     }
-    let state = inspect_snapshot(conn, path);
+    let state = inspect_snapshot(conn, path, extensions);
     if own {
         // Ends the read transaction; nothing was written, so nothing can be lost.
         let _ = conn.execute_batch("ROLLBACK");
@@ -53,7 +70,7 @@ pub fn inspect(conn: &Connection, path: &Path) -> Result<State> {
     state
 }
 
-fn inspect_snapshot(conn: &Connection, path: &Path) -> Result<State> {
+fn inspect_snapshot(conn: &Connection, path: &Path, extensions: &Extensions) -> Result<Found> {
     let refused = |reason| Error::Refused {
         path: path.to_path_buf(),
         reason,
@@ -63,7 +80,7 @@ fn inspect_snapshot(conn: &Connection, path: &Path) -> Result<State> {
     let supported = schema::SCHEMA_VERSION;
     let own_objects = query!(
         "SELECT CAST(count(*) AS INTEGER) AS n FROM main.sqlite_schema \
-         WHERE substr(lower(name), 1, 7) <> 'sqlite_' AND substr(lower(name), 1, 12) <> '_litestream_'"
+         WHERE substr(lower(name), 1, 7) <> 'sqlite_' AND lower(name) NOT IN ('_litestream_seq', '_litestream_lock')"
     )
     .fetch_one(conn)
     .map_err(|e| {
@@ -81,7 +98,10 @@ fn inspect_snapshot(conn: &Connection, path: &Path) -> Result<State> {
     .n;
     storage::check_size(conn, path)?;
     if own_objects == Some(0) {
-        return Ok(State::Fresh);
+        return Ok(Found {
+            store: State::Fresh,
+            extensions: extensions.iter().map(|_| None).collect(),
+        });
     }
     let has_config = query!(
         "SELECT CAST(EXISTS (SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = 'server_config') AS INTEGER) AS found"
@@ -92,37 +112,24 @@ fn inspect_snapshot(conn: &Connection, path: &Path) -> Result<State> {
     if has_config != Some(1) {
         return Err(refused(Refusal::NoServerConfig { supported }));
     }
-    let version = claimed(|key| stored_text(conn, key).map_err(judged))?.map_err(refused)?;
-    verify(conn, path, version)?;
-    Ok(State::At(version))
-}
-
-/// The version a database claims, read through `read` (the stored text of a `server_config`
-/// key): the refusal for a legacy key, a missing, unparseable or newer version, or the
-/// version. Both backends' gates judge the keys this one way.
-///
-/// # Errors
-/// Whatever `read` fails with (trouble reading, never a refusal).
-pub(crate) fn claimed(
-    mut read: impl FnMut(&str) -> Result<Option<String>>,
-) -> Result<std::result::Result<u32, Refusal>> {
-    let supported = schema::SCHEMA_VERSION;
-    if let Some(value) = read(LEGACY_VERSION_KEY)? {
-        return Ok(Err(Refusal::LegacyVersionKey { value, supported }));
-    }
-    let Some(value) = read(VERSION_KEY)? else {
-        return Ok(Err(Refusal::MissingVersion { supported }));
-    };
-    let Some(version) = parse_version(&value) else {
-        return Ok(Err(Refusal::UnparseableVersion { value, supported }));
-    };
-    if version > supported {
-        return Ok(Err(Refusal::VersionAhead {
-            found: version,
-            supported,
-        }));
-    }
-    Ok(Ok(version))
+    let version =
+        version::claimed(|key| stored_text(conn, key).map_err(judged))?.map_err(refused)?;
+    let stored: Vec<String> = query!(
+        "SELECT CAST(key AS TEXT) AS \"key!\" FROM server_config WHERE substr(key, 1, 10) = 'extension:'"
+    )
+    .fetch_all(conn)
+    .map_err(judged)?
+    .into_iter()
+    .map(|r| r.key)
+    .collect();
+    let versions = extensions
+        .claimed(&stored, |key| stored_text(conn, key).map_err(judged))?
+        .map_err(refused)?;
+    verify_with(conn, path, version, extensions, &versions)?;
+    Ok(Found {
+        store: State::At(version),
+        extensions: versions,
+    })
 }
 
 /// Checks that the structure of `conn`, the database file `path`, is the structure of
@@ -139,31 +146,70 @@ pub(crate) fn claimed(
 /// process-wide set), without introspecting. Any change to the structure changes the text, and
 /// is introspected and judged afresh.
 pub fn verify(conn: &Connection, path: &Path, version: u32) -> Result<()> {
+    verify_with(conn, path, version, &Extensions::default(), &[])
+}
+
+/// [`verify`] of the store at `version` and of each registered extension at its version in
+/// `versions` (`None`: it must have no object in the file). Every object must belong to one of
+/// them ([`extension::judge`]).
+pub(crate) fn verify_with(
+    conn: &Connection,
+    path: &Path,
+    version: u32,
+    extensions: &Extensions,
+    versions: &[Option<u32>],
+) -> Result<()> {
     let judged = |e| storage::judge(Error::Sqlite(e), path);
     let text = catalog_text(conn).map_err(judged)?;
+    let key = verified_key(version, extensions, versions);
     if let Some(text) = &text {
-        // A file exactly as this build writes the newest version: known at build time, so
-        // even the first open in a process introspects nothing.
-        let as_built = version == schema::SCHEMA_VERSION && schema::CATALOGS.contains(&&**text);
-        if as_built || was_verified(version, text) {
+        // A file exactly as this build writes the newest version (and no extension in it):
+        // known at build time, so even the first open in a process introspects nothing.
+        let as_built = version == schema::SCHEMA_VERSION
+            && versions.iter().all(Option::is_none)
+            && schema::CATALOGS.contains(&&**text);
+        if as_built || was_verified(&key, text) {
             return Ok(());
         }
     }
     let actual = introspect(conn).map_err(judged)?;
-    if actual.fingerprint() == schema::FINGERPRINTS[version as usize] {
-        if let Some(text) = text {
-            remember(version, text);
+    let mut owners = vec![Owner {
+        name: None,
+        version,
+        expected: extension::store_model(version),
+        fingerprint: schema::FINGERPRINTS[version as usize],
+    }];
+    for (ext, v) in extensions.iter().zip(versions) {
+        if let Some(v) = *v {
+            owners.push(Owner {
+                name: Some(ext.name),
+                version: v,
+                expected: ext.model(v),
+                fingerprint: ext.fingerprints[v as usize],
+            });
         }
-        return Ok(());
     }
-    Err(Error::Refused {
-        path: path.to_path_buf(),
-        reason: Refusal::StructureMismatch {
-            version,
-            supported: schema::SCHEMA_VERSION,
-            diff: structure_diff(&actual, version),
-        },
-    })
+    extension::judge(&actual, &owners, schema::SCHEMA_VERSION).map_err(|reason| {
+        Error::Refused {
+            path: path.to_path_buf(),
+            reason,
+        }
+    })?;
+    if let Some(text) = text {
+        remember(key, text);
+    }
+    Ok(())
+}
+
+/// What a catalog text was verified against: the store's version and each extension's.
+fn verified_key(version: u32, extensions: &Extensions, versions: &[Option<u32>]) -> String {
+    let mut key = version.to_string();
+    for (ext, v) in extensions.iter().zip(versions) {
+        if let Some(v) = v {
+            key.push_str(&format!(" {}={v}", ext.name));
+        }
+    }
+    key
 }
 
 /// How many verified catalog texts [`VERIFIED`] keeps: a process meets one or two (its binary's
@@ -171,27 +217,27 @@ pub fn verify(conn: &Connection, path: &Path, version: u32) -> Result<()> {
 /// differently-built files.
 const VERIFIED_CAPACITY: usize = 16;
 
-/// The catalog texts this process has verified, with the version each was verified against.
-/// In memory only: opening never writes to the file, and `server_config` is left to the
-/// server's own keys.
-static VERIFIED: std::sync::Mutex<Vec<(u32, String)>> = std::sync::Mutex::new(Vec::new());
+/// The catalog texts this process has verified, with the versions each was verified against
+/// ([`verified_key`]). In memory only: opening never writes to the file, and `server_config`
+/// is left to the server's own keys.
+static VERIFIED: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
 
-/// Whether `text` was verified against `version` in this process.
-fn was_verified(version: u32, text: &str) -> bool {
+/// Whether `text` was verified against `key` in this process.
+fn was_verified(key: &str, text: &str) -> bool {
     // A poisoned lock still holds only verified entries.
     let seen = VERIFIED.lock().unwrap_or_else(|e| e.into_inner());
-    seen.iter().any(|(v, t)| *v == version && t == text)
+    seen.iter().any(|(k, t)| k == key && t == text)
 }
 
-fn remember(version: u32, text: String) {
+fn remember(key: String, text: String) {
     let mut seen = VERIFIED.lock().unwrap_or_else(|e| e.into_inner());
-    if seen.iter().any(|(v, t)| *v == version && *t == text) {
+    if seen.iter().any(|(k, t)| *k == key && *t == text) {
         return;
     }
     if seen.len() == VERIFIED_CAPACITY {
         seen.remove(0);
     }
-    seen.push((version, text));
+    seen.push((key, text));
 }
 
 /// Runs `PRAGMA quick_check` and refuses a file it finds damaged ([`Refusal::Corrupt`]).
@@ -244,14 +290,6 @@ fn stored_text(conn: &Connection, key: &str) -> crate::Result<Option<String>> {
     )
     .fetch_optional(conn)?
     .map(|r| r.value.unwrap_or_default()))
-}
-
-/// Strict: ASCII digits only, no sign, no spaces.
-fn parse_version(s: &str) -> Option<u32> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
 }
 
 /// The version a database claims, without verifying anything (for reports).
@@ -344,8 +382,9 @@ fn foreign_key_rows(conn: &Connection) -> Result<Vec<String>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{catalog_text, parse_version, verify};
+    use super::{catalog_text, verify};
     use crate::schema::{CATALOGS, MIGRATIONS, SCHEMA_SQL, SCHEMA_VERSION};
+    use crate::values::version::parse_version;
     use rusqlite::Connection;
     use std::path::Path;
 

@@ -9,21 +9,13 @@
 //! given back when they are many (a `VACUUM`, in its own write, outside the batch).
 
 use crate::error::{Error, Result};
-use crate::sqlite::gate::{self, State, VERSION_KEY};
+use crate::extension::Extensions;
+use crate::sqlite::gate::{self, Found, State, VERSION_KEY};
 use crate::{query, schema};
 use rusqlite::Connection;
 use std::path::Path;
 
-/// One migration: the SQL that brings a database from `version - 1` to `version`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EmbeddedMigration {
-    /// The version this migration brings a database to.
-    pub version: u32,
-    /// The file stem, e.g. `0024_signer_capability`.
-    pub name: &'static str,
-    /// The SQL.
-    pub sql: &'static str,
-}
+pub use crate::values::version::EmbeddedMigration;
 
 /// What opening did to the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,19 +98,28 @@ pub enum Progress<'a> {
     },
 }
 
-/// Brings a database the gate found in `state` to the newest version, telling `progress` what it
-/// does on the way.
+/// Brings a database the gate found as `found` to the newest version, then each registered
+/// extension to its own, telling `progress` what it does on the way. The store's outcome is
+/// returned; the extensions are installed and migrated in the same transaction.
 pub(crate) fn upgrade(
     conn: &mut Connection,
     path: &Path,
-    state: State,
+    found: Found,
+    extensions: &Extensions,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Outcome> {
     let latest = schema::SCHEMA_VERSION;
-    if state == State::At(latest) {
+    let current = |found: &Found| {
+        found.store == State::At(latest)
+            && extensions
+                .iter()
+                .zip(&found.extensions)
+                .all(|(ext, v)| *v == Some(ext.version))
+    };
+    if current(&found) {
         return Ok(Outcome::Current { version: latest });
     }
-    if state == State::Fresh {
+    if found.store == State::Fresh {
         // Only an empty file takes this (on any other it does nothing): freed pages can then be
         // given back to the file a batch at a time (`PRAGMA incremental_vacuum`), never needing
         // the whole-file rewrite of a VACUUM.
@@ -126,17 +127,26 @@ pub(crate) fn upgrade(
     }
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     // Another process may have installed or migrated while we waited for the write lock.
-    let outcome = match gate::inspect(&tx, path)? {
+    let found = gate::inspect_with(&tx, path, extensions)?;
+    // Before any migration writes, the whole file is checked, once.
+    let migrating = matches!(found.store, State::At(v) if v < latest)
+        || extensions
+            .iter()
+            .zip(&found.extensions)
+            .any(|(ext, v)| matches!(*v, Some(v) if v < ext.version));
+    if migrating {
+        progress(Progress::Checking);
+        gate::refuse_damaged(&tx, path)?;
+    }
+    let outcome = match found.store {
         State::Fresh => {
             progress(Progress::Installing { version: latest });
             tx.execute_batch(schema::SCHEMA_SQL)?;
-            stamp(&tx, latest)?;
+            stamp(&tx, VERSION_KEY, latest)?;
             Outcome::Fresh { version: latest }
         }
         State::At(v) if v == latest => Outcome::Current { version: v },
         State::At(from) => {
-            progress(Progress::Checking);
-            gate::refuse_damaged(&tx, path)?;
             apply(
                 &tx,
                 path,
@@ -144,13 +154,39 @@ pub(crate) fn upgrade(
                 &schema::MIGRATIONS[from as usize + 1..],
                 progress,
             )?;
-            progress(Progress::Verifying);
-            gate::verify(&tx, path, latest)?;
             Outcome::Migrated { from, to: latest }
         }
     };
+    for (ext, at) in extensions.iter().zip(&found.extensions) {
+        let key = ext.version_key();
+        match *at {
+            None => {
+                tx.execute_batch(ext.schema_sql)?;
+                stamp(&tx, &key, ext.version)?;
+            }
+            Some(v) if v == ext.version => {}
+            Some(from) => {
+                apply_keyed(
+                    &tx,
+                    path,
+                    Chain {
+                        key: &key,
+                        label: Some(ext.name),
+                    },
+                    from,
+                    &ext.migrations[from as usize + 1..],
+                    progress,
+                )?;
+            }
+        }
+    }
+    if !matches!(outcome, Outcome::Fresh { .. }) || !extensions.is_empty() {
+        progress(Progress::Verifying);
+        let versions: Vec<_> = extensions.iter().map(|e| Some(e.version)).collect();
+        gate::verify_with(&tx, path, latest, extensions, &versions)?;
+    }
     tx.commit()?;
-    if let Outcome::Migrated { .. } = outcome {
+    if migrating {
         compact(conn, path, progress);
     }
     Ok(outcome)
@@ -203,6 +239,29 @@ pub(crate) fn apply(
     migrations: &[EmbeddedMigration],
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
+    let store = Chain {
+        key: VERSION_KEY,
+        label: None,
+    };
+    apply_keyed(conn, path, store, from, migrations, progress)
+}
+
+/// Whose migrations a batch applies: the version key it stamps, and the extension's name that
+/// errors put before a migration's (none for the store's).
+struct Chain<'a> {
+    key: &'a str,
+    label: Option<&'a str>,
+}
+
+/// [`apply`] of the chain `chain`.
+fn apply_keyed(
+    conn: &Connection,
+    path: &Path,
+    chain: Chain<'_>,
+    from: u32,
+    migrations: &[EmbeddedMigration],
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<()> {
     let to = migrations.last().map_or(from, |m| m.version);
     let steps = migrations.len();
     for (i, m) in migrations.iter().enumerate() {
@@ -217,7 +276,10 @@ pub(crate) fn apply(
             path: path.to_path_buf(),
             from,
             to,
-            migration: m.name.to_string(),
+            migration: match chain.label {
+                Some(ext) => format!("{} of the extension {ext}", m.name),
+                None => m.name.to_string(),
+            },
             source: Box::new(source),
         };
         query!("SAVEPOINT migration").execute(conn).map_err(fail)?;
@@ -226,7 +288,7 @@ pub(crate) fn apply(
             .execute_batch(m.sql)
             .map_err(|e| Error::from_sqlite(e, path))
             .map(|()| conn.total_changes().saturating_sub(before))
-            .and_then(|rows| stamp(conn, m.version).map(|()| rows));
+            .and_then(|rows| stamp(conn, chain.key, m.version).map(|()| rows));
         match applied {
             Ok(rows) => {
                 query!("RELEASE migration").execute(conn).map_err(fail)?;
@@ -248,12 +310,13 @@ pub(crate) fn apply(
     Ok(())
 }
 
-/// Stamps `version` as TEXT digits (the column is a BLOB; the cast keeps the historical form).
-fn stamp(conn: &Connection, version: u32) -> Result<()> {
+/// Stamps `version` under `key` as TEXT digits (the column is a BLOB; the cast keeps the
+/// historical form).
+fn stamp(conn: &Connection, key: &str, version: u32) -> Result<()> {
     query!(
         "INSERT INTO server_config (key, value) VALUES (?1, CAST(?2 AS TEXT)) \
          ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        VERSION_KEY,
+        key,
         version.to_string()
     )
     .execute(conn)?;

@@ -8,6 +8,7 @@
 //! only when planner statistics are missing or stale, and never waits to find out.
 
 use crate::error::{Error, Location, Result};
+use crate::extension::{self, Extension, Extensions};
 use crate::handle::{Parts, Sharing, Store};
 use crate::keys::{DatabaseKeyProvider, KeyProvider};
 use crate::schema;
@@ -182,6 +183,7 @@ pub struct OpenOptions {
     idle_in_transaction: Duration,
     keepalive: Duration,
     connection_lifetime: Duration,
+    extensions: Vec<Extension>,
 }
 
 impl Default for OpenOptions {
@@ -216,7 +218,23 @@ impl OpenOptions {
             idle_in_transaction: DEFAULT_IDLE_IN_TRANSACTION,
             keepalive: DEFAULT_KEEPALIVE,
             connection_lifetime: DEFAULT_CONNECTION_LIFETIME,
+            extensions: Vec::new(),
         }
+    }
+
+    /// Registers a server crate's own schema (its generated `EXTENSION`; see the README's "Your
+    /// own tables"). Opening installs or migrates the store's chain, then each extension's,
+    /// each under its own version key, in one transaction; the gate verifies every
+    /// registered extension's structure as the store's, and refuses a file holding an
+    /// extension that is not registered. Its rows are written with
+    /// [`Store::write_extension`](crate::Store::write_extension).
+    ///
+    /// ```ignore
+    /// let store = Store::options().extension(db::EXTENSION).open("data/agents.sqlite")?;
+    /// ```
+    pub fn extension(mut self, extension: impl std::borrow::Borrow<Extension>) -> Self {
+        self.extensions.push(*extension.borrow());
+        self
     }
 
     /// Where the secret encryption keys live: the database ([`DatabaseKeyProvider`], the
@@ -331,6 +349,7 @@ impl OpenOptions {
     /// file by the caller.
     fn open_file(mut self, shared: Arc<Path>) -> Result<Store> {
         let path = shared.to_path_buf();
+        let extensions = Extensions::new(std::mem::take(&mut self.extensions))?;
         storage::prepare(&path)?;
         let at = |e: rusqlite::Error| Error::from_sqlite(e, &path);
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -341,8 +360,8 @@ impl OpenOptions {
         storage::writable(&conn, &path)?;
         crate::sqlite::busy::install(&mut conn).map_err(at)?;
         conn.pragma_update(None, "foreign_keys", true).map_err(at)?;
-        let state = gate::inspect(&conn, &path)?;
-        let outcome = migrate::upgrade(&mut conn, &path, state, &mut *self.progress)
+        let found = gate::inspect_with(&conn, &path, &extensions)?;
+        let outcome = migrate::upgrade(&mut conn, &path, found, &extensions, &mut *self.progress)
             .map_err(|e| e.at(&path))?;
         configure(&mut conn, outcome).map_err(|e| after_commit(e.at(&path), &path, outcome))?;
         let opener: Opener = Box::new(move || open_reader(&path).map_err(|e| e.at(&path)));
@@ -356,6 +375,7 @@ impl OpenOptions {
             outcome,
             clock: self.clock,
             keys: self.keys,
+            extensions,
         };
         Store::assemble(parts, self.sharing)
             .map_err(|e| after_commit(e.at(&shared), &shared, outcome))
@@ -382,6 +402,7 @@ impl OpenOptions {
     /// at the file by the caller.
     fn open_file_read_only(self, shared: Arc<Path>) -> Result<Store> {
         let path = shared.to_path_buf();
+        let extensions = Extensions::new(self.extensions.clone())?;
         storage::check_path(&path)?;
         std::fs::metadata(&path).map_err(|e| Error::from_io(e, &path))?;
         let (conn, _) = storage::open_read_only(&path, Look::Live)?;
@@ -393,7 +414,8 @@ impl OpenOptions {
             path: path.clone(),
             detail: format!("{what}, which a read-only open cannot do; open it read-write first"),
         };
-        match gate::inspect(&conn, &path)? {
+        let found = gate::inspect_with(&conn, &path, &extensions)?;
+        match found.store {
             State::Fresh => {
                 return Err(needs(format!(
                     "it is empty and needs version {latest} installed"
@@ -405,6 +427,9 @@ impl OpenOptions {
                 )))
             }
             State::At(_) => {}
+        }
+        if let Some(pending) = extension::pending(&extensions, &found.extensions) {
+            return Err(needs(pending));
         }
         configure_cache(&conn).map_err(|e| e.at(&path))?;
         let opener: Opener = Box::new(move || {
@@ -424,6 +449,7 @@ impl OpenOptions {
             outcome: Outcome::Current { version: latest },
             clock: self.clock,
             keys: self.keys,
+            extensions,
         };
         Store::assemble(parts, self.sharing)
     }
@@ -445,8 +471,10 @@ impl OpenOptions {
     /// migrations, then a pool of connections for the handle.
     #[cfg(feature = "postgres")]
     fn open_postgres(self, url: &str, read_only: bool) -> Result<Store> {
-        let (name, outcome) =
-            crate::postgres::off_runtime(|| OpenOptions::gate_postgres(url, read_only))?;
+        let extensions = Extensions::new(self.extensions.clone())?;
+        let (name, outcome) = crate::postgres::off_runtime(|| {
+            OpenOptions::gate_postgres(url, read_only, &extensions)
+        })?;
         // Every operation holds one connection while it runs: room for the readers and as
         // many writers waiting on the write lock.
         let max = self.sharing.read_connections.max(DEFAULT_READ_CONNECTIONS) * 4;
@@ -464,13 +492,18 @@ impl OpenOptions {
             outcome,
             self.clock,
             self.keys,
+            extensions,
         ))
     }
 
     /// The gate, and (read-write) the install or the migrations, on the blocking client: the
     /// database's name and what opening did.
     #[cfg(feature = "postgres")]
-    fn gate_postgres(url: &str, read_only: bool) -> Result<(String, Outcome)> {
+    fn gate_postgres(
+        url: &str,
+        read_only: bool,
+        extensions: &Extensions,
+    ) -> Result<(String, Outcome)> {
         let mut database = crate::postgres::Database::connect(url)?;
         let name = database.name().to_string();
         let latest = schema::SCHEMA_VERSION;
@@ -481,7 +514,9 @@ impl OpenOptions {
                     "{what}, which a read-only open cannot do; open it read-write first"
                 ),
             };
-            match database.inspect()? {
+            let (state, versions) = database.inspect_with(extensions)?;
+            let pending = extension::pending(extensions, &versions);
+            match state {
                 crate::postgres::State::Fresh => {
                     return Err(needs(format!(
                         "it is empty and needs version {latest} installed"
@@ -492,10 +527,13 @@ impl OpenOptions {
                         "it is at version {v} and needs migrating to {latest}"
                     )))
                 }
+                crate::postgres::State::At(_) if pending.is_some() => {
+                    return Err(needs(pending.unwrap_or_default()))
+                }
                 crate::postgres::State::At(version) => Outcome::Current { version },
             }
         } else {
-            database.prepare()?
+            database.prepare_with(extensions)?
         };
         Ok((name, outcome))
     }

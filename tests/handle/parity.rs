@@ -35,6 +35,10 @@ const SYNC_ONLY: &[(&str, &str)] = &[
         "its action is a closure run inside the write: AsyncStore::call",
     ),
     (
+        "write_extension",
+        "its statements are a closure run inside the write: AsyncStore::call",
+    ),
+    (
         "continue_session_with",
         "its successor is made by a closure inside the write: AsyncStore::call",
     ),
