@@ -1,0 +1,363 @@
+//! The `prefs` extension end to end, on SQLite and (when a server is configured) PostgreSQL:
+//! installed and migrated beside the store, written only through its own write path, joined
+//! with store tables by checked SQL, and guarded by the store's gate.
+
+use seed_agents_downstream::db::{self, user_preferences, user_preferences::Theme};
+use seed_agents_downstream::{dashboard, open, set_preferences, DashboardLine};
+use seed_agents_store::runs::NewRun;
+use seed_agents_store::schema::runs::{Kind, Origin, Status};
+use seed_agents_store::{Error, ErrorKind, Outcome, Refusal, Store};
+use std::path::{Path, PathBuf};
+use support::postgres::TempDb;
+
+const T: i64 = 1_764_000_000_000;
+const KEY: &str = "extension:prefs:schema_migration_version";
+
+/// Runs `test` on a fresh SQLite file, then on a fresh PostgreSQL database when there is a
+/// server.
+fn on_both(name: &str, test: impl Fn(&Path)) {
+    let dir = tempfile::tempdir().unwrap();
+    test(&dir.path().join("agents.sqlite"));
+    if let Some(db) = TempDb::new(name) {
+        test(Path::new(&db.url));
+    }
+}
+
+fn is_postgres(location: &Path) -> bool {
+    location.to_str().is_some_and(|l| l.starts_with("postgres"))
+}
+
+/// Sets `key` in `server_config` as another program would.
+fn set_key(location: &Path, key: &str, value: &str) {
+    if is_postgres(location) {
+        let mut client = support::backend::connect(location.to_str().unwrap());
+        client
+            .execute(
+                "INSERT INTO server_config (key, value) VALUES ($1, $2) \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                &[&key, &value.as_bytes()],
+            )
+            .unwrap();
+    } else {
+        support::backend::exec(
+            location,
+            "INSERT OR REPLACE INTO server_config (key, value) VALUES (?1, CAST(?2 AS TEXT))",
+            &[&key, &value],
+        );
+    }
+}
+
+fn key(location: &Path) -> String {
+    if is_postgres(location) {
+        let mut client = support::backend::connect(location.to_str().unwrap());
+        let row = client
+            .query_one("SELECT value FROM server_config WHERE key = $1", &[&KEY])
+            .unwrap();
+        String::from_utf8(row.get::<_, Vec<u8>>(0)).unwrap()
+    } else {
+        support::backend::query_strings(
+            location,
+            &format!("SELECT CAST(value AS TEXT) FROM server_config WHERE key = '{KEY}'"),
+        )
+        .remove(0)
+    }
+}
+
+/// The refusal of `e`, on either backend.
+fn refusal(e: &Error) -> &Refusal {
+    match e {
+        Error::Refused { reason, .. } | Error::PostgresRefused { reason, .. } => reason,
+        other => panic!("not a refusal: {other}"),
+    }
+}
+
+/// What the refusal `e` advises, on either backend.
+fn advice(location: &Path, e: &Error) -> String {
+    match e {
+        Error::PostgresRefused { database, reason } => reason.postgres_advice(database),
+        _ => refusal(e).advice(location),
+    }
+}
+
+/// A workflow run of `account`, through the store's own operations.
+fn run(store: &Store, account: &str, title: &str) -> String {
+    support::execution::agent_in(store, account, &format!("agent-{title}"));
+    let mut new = NewRun::new(account, Kind::Workflow, Origin::Workflow, title);
+    new.agent_id = Some(format!("agent-{title}"));
+    store.enqueue_run(&new).unwrap().id
+}
+
+fn prefs(store: &Store, account: &str) -> Option<user_preferences::Row> {
+    user_preferences::get(&store.reading().unwrap(), account).unwrap()
+}
+
+#[test]
+fn the_extension_is_installed_written_joined_and_kept_across_a_restart() {
+    on_both("ext_lifecycle", |location| {
+        let store = open(location).unwrap();
+        assert_eq!(
+            store.outcome(),
+            Outcome::Fresh {
+                version: seed_agents_store::schema::SCHEMA_VERSION
+            }
+        );
+        assert_eq!(key(location), db::SCHEMA_VERSION.to_string());
+        let first = run(&store, "acct", "a");
+        let second = run(&store, "acct", "b");
+        let line = |id: &str, theme| DashboardLine {
+            id: id.to_string(),
+            status: Status::Queued,
+            theme,
+        };
+        assert_eq!(
+            dashboard(&store, "acct").unwrap(),
+            [line(&first, None), line(&second, None)]
+        );
+        set_preferences(&store, "acct", Theme::Dark, 1, T).unwrap();
+        assert_eq!(
+            dashboard(&store, "acct").unwrap(),
+            [line(&first, Some(Theme::Dark))],
+            "the page size of the extension's row limits the store's runs"
+        );
+        drop(store);
+
+        let store = open(location).unwrap();
+        assert!(matches!(store.outcome(), Outcome::Current { .. }));
+        let row = prefs(&store, "acct").expect("kept across the restart");
+        assert_eq!(
+            (row.theme, row.page_size, row.updated_at),
+            (Theme::Dark, 1, T)
+        );
+        // The upsert path of the same checked statement.
+        set_preferences(&store, "acct", Theme::Light, 2, T + 1).unwrap();
+        assert_eq!(prefs(&store, "acct").unwrap().theme, Theme::Light);
+        assert_eq!(dashboard(&store, "acct").unwrap().len(), 2);
+    });
+}
+
+#[test]
+fn writing_a_store_table_through_the_extension_write_path_is_refused_and_rolled_back() {
+    on_both("ext_guard", |location| {
+        let store = open(location).unwrap();
+        store.touch_account("acct").unwrap();
+        let e = store
+            .write_extension(|tx| {
+                let row = user_preferences::Row {
+                    account_id: "acct".into(),
+                    theme: Theme::System,
+                    page_size: 50,
+                    updated_at: T,
+                };
+                user_preferences::insert(tx, &row)?;
+                seed_agents_store::query!("DELETE FROM accounts WHERE id = ?1", "acct")
+                    .execute(tx)?;
+                Ok(())
+            })
+            .unwrap_err();
+        assert!(matches!(e, Error::StoreTableWrite { .. }), "{e}");
+        assert_eq!(e.kind(), ErrorKind::Invalid);
+        assert!(e.to_string().contains("accounts"), "{e}");
+        // Nothing of the write stayed: neither the store row it deleted nor its own row.
+        let accounts =
+            support::backend::query_strings(location, "SELECT id FROM accounts ORDER BY id");
+        assert_eq!(accounts, ["acct"]);
+        assert_eq!(prefs(&store, "acct"), None);
+        // The store's own operations and the extension's write path still work after it.
+        store.touch_account("other").unwrap();
+        set_preferences(&store, "other", Theme::Dark, 10, T).unwrap();
+        assert_eq!(prefs(&store, "other").unwrap().page_size, 10);
+    });
+}
+
+#[test]
+fn on_sqlite_raw_sql_through_the_write_path_cannot_write_store_tables_or_the_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path().join("agents.sqlite")).unwrap();
+    store.touch_account("acct").unwrap();
+    // A statement the store prepared and cached is judged again under the extension's rights.
+    for sql in [
+        "UPDATE accounts SET updated_at = 0",
+        "INSERT INTO server_config (key, value) VALUES ('x', 'y')",
+        "CREATE TABLE sneaky (id TEXT)",
+        "DROP TABLE user_preferences",
+        "COMMIT",
+        "PRAGMA foreign_keys = OFF",
+    ] {
+        let e = store
+            .write_extension(|tx| {
+                let conn = tx.as_sqlite().unwrap();
+                conn.execute(sql, []).map_err(Error::Sqlite)?;
+                Ok(())
+            })
+            .unwrap_err();
+        assert!(matches!(e, Error::StoreTableWrite { .. }), "{sql}: {e}");
+    }
+    // A store operation after them is not held to the extension's rights.
+    store.touch_account("acct").unwrap();
+    drop(store);
+    open(dir.path().join("agents.sqlite")).expect("the file's structure is intact");
+}
+
+#[test]
+fn opening_without_declaring_the_extension_is_refused_naming_it() {
+    on_both("ext_undeclared", |location| {
+        open(location).unwrap();
+        let e = Store::open(location).unwrap_err();
+        assert!(
+            matches!(refusal(&e), Refusal::UndeclaredExtension { name, .. } if name == "prefs"),
+            "{e}"
+        );
+        let text = format!("{e} {}", advice(location, &e));
+        assert!(text.contains("prefs"), "{text}");
+        assert!(text.contains("do not delete it"), "{text}");
+        assert!(
+            !text.contains("move"),
+            "no advice moves a file that is fine: {text}"
+        );
+        open(location).expect("declared, it opens");
+    });
+}
+
+#[test]
+fn an_extension_newer_than_this_program_is_refused_naming_it() {
+    on_both("ext_ahead", |location| {
+        open(location).unwrap();
+        set_key(location, KEY, "9");
+        let e = open(location).unwrap_err();
+        assert_eq!(
+            refusal(&e),
+            &Refusal::ExtensionAhead {
+                name: "prefs".into(),
+                found: 9,
+                supported: db::SCHEMA_VERSION,
+            }
+        );
+        assert!(advice(location, &e).contains("prefs"), "{e}");
+    });
+}
+
+#[test]
+fn a_table_of_nobody_and_a_changed_extension_table_are_refused() {
+    on_both("ext_structure", |location| {
+        open(location).unwrap();
+        support::backend::exec(location, "CREATE TABLE stray (id TEXT)", &[]);
+        let e = open(location).unwrap_err();
+        assert!(
+            matches!(refusal(&e), Refusal::UnownedObjects { names, .. } if names == &["stray"]),
+            "{e}"
+        );
+        support::backend::exec(location, "DROP TABLE stray", &[]);
+        support::backend::exec(
+            location,
+            "ALTER TABLE user_preferences ADD COLUMN shadow TEXT",
+            &[],
+        );
+        let e = open(location).unwrap_err();
+        assert!(
+            matches!(refusal(&e), Refusal::ExtensionStructureMismatch { name, .. } if name == "prefs"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("shadow"), "{e}");
+    });
+}
+
+/// The store at version 35 and the extension at its genesis, written as the previous release of
+/// each would have: the store's migrations and the extension's, by hand.
+fn previous_releases(location: &Path) {
+    let before = seed_agents_store::schema::SCHEMA_VERSION - 1;
+    if is_postgres(location) {
+        let mut client = support::backend::connect(location.to_str().unwrap());
+        for step in seed_agents_store::schema::POSTGRES_MIGRATIONS
+            .iter()
+            .filter(|m| m.version <= before)
+        {
+            client.batch_execute(step.sql).unwrap();
+        }
+        client
+            .batch_execute(db::POSTGRES_MIGRATIONS[0].sql)
+            .unwrap();
+        drop(client);
+        set_key(location, "schema_migration_version", &before.to_string());
+    } else {
+        let conn = support::old_versions::build_at(location, before);
+        conn.execute_batch(db::MIGRATIONS[0].sql).unwrap();
+    }
+    set_key(location, KEY, "0");
+    support::backend::exec(
+        location,
+        "INSERT INTO user_preferences (account_id, theme, updated_at) VALUES ('acct', 'dark', ?1)",
+        &[&T],
+    );
+}
+
+#[test]
+fn a_store_release_with_a_new_migration_opens_a_file_with_the_extension_intact() {
+    on_both("ext_upgrade", |location| {
+        previous_releases(location);
+        let latest = seed_agents_store::schema::SCHEMA_VERSION;
+        let store = open(location).unwrap();
+        assert_eq!(
+            store.outcome(),
+            Outcome::Migrated {
+                from: latest - 1,
+                to: latest
+            }
+        );
+        assert_eq!(key(location), db::SCHEMA_VERSION.to_string());
+        let row = prefs(&store, "acct").expect("the extension's row survived both migrations");
+        assert_eq!((row.theme, row.page_size), (Theme::Dark, 50));
+        drop(store);
+        assert!(matches!(
+            open(location).unwrap().outcome(),
+            Outcome::Current { .. }
+        ));
+    });
+}
+
+#[test]
+fn read_only_opens_check_the_extension_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let path: PathBuf = dir.path().join("agents.sqlite");
+    Store::open(&path).unwrap();
+    let e = Store::options()
+        .extension(db::EXTENSION)
+        .open_read_only(&path)
+        .unwrap_err();
+    assert!(matches!(e, Error::ReadOnly { .. }), "{e}");
+    assert!(e.to_string().contains("prefs"), "{e}");
+    open(&path).unwrap();
+    let store = Store::options()
+        .extension(db::EXTENSION)
+        .open_read_only(&path)
+        .unwrap();
+    assert_eq!(prefs(&store, "acct"), None);
+}
+
+#[test]
+fn the_same_extension_twice_is_a_declaration_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Store::options()
+        .extension(db::EXTENSION)
+        .extension(db::EXTENSION)
+        .open(dir.path().join("agents.sqlite"))
+        .unwrap_err();
+    assert!(matches!(e, Error::ExtensionDeclaration { .. }), "{e}");
+    assert!(
+        !dir.path().join("agents.sqlite").exists(),
+        "nothing was opened"
+    );
+}
+
+#[test]
+fn a_panicking_extension_write_gives_the_store_its_rights_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path().join("agents.sqlite")).unwrap();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        store.write_extension(|_| -> seed_agents_store::Result<()> { panic!("boom") })
+    }));
+    assert!(panicked.is_err());
+    store
+        .touch_account("acct")
+        .expect("the store's own write is not held to the extension's rights");
+    set_preferences(&store, "acct", Theme::Dark, 5, T).unwrap();
+}

@@ -1,0 +1,4 @@
+CREATE TABLE api_tokens (
+    hash TEXT PRIMARY KEY NOT NULL,
+    account_id TEXT NOT NULL
+) WITHOUT ROWID;
