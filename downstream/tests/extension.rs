@@ -243,8 +243,15 @@ fn a_table_of_nobody_and_a_changed_extension_table_are_refused() {
         support::backend::exec(location, "CREATE TABLE stray (id TEXT)", &[]);
         let e = open(location).unwrap_err();
         assert!(
-            matches!(refusal(&e), Refusal::UnownedObjects { names, .. } if names == &["stray"]),
+            matches!(refusal(&e), Refusal::StructureMismatch { unowned, diff, .. }
+                if unowned == &["stray"] && diff.contains("table stray")),
             "{e}"
+        );
+        let advice = advice(location, &e);
+        assert!(advice.contains("declare it as an extension"), "{advice}");
+        assert!(
+            !advice.contains("backup"),
+            "a table added on purpose is not damage: {advice}"
         );
         support::backend::exec(location, "DROP TABLE stray", &[]);
         support::backend::exec(

@@ -66,7 +66,9 @@ pub enum Refusal {
         /// The first version a PostgreSQL database can be at.
         baseline: u32,
     },
-    /// The structure is not the one of the version the file claims.
+    /// The structure is not the one of the version the file claims: an object of the store's
+    /// differs, or the file holds objects that belong neither to the store nor to a declared
+    /// extension (`unowned`, also in the diff).
     #[error("it claims schema version {version} (this binary is at version {supported}), but its structure differs from version {version}:\n{diff}")]
     StructureMismatch {
         /// The claimed version.
@@ -75,14 +77,8 @@ pub enum Refusal {
         supported: u32,
         /// The differences, one object per entry.
         diff: String,
-    },
-    /// The file holds objects that belong neither to the store nor to a declared extension.
-    #[error("it holds {} that belong{} neither to the store (at version {version}) nor to a declared extension: {}", if names.len() == 1 { "an object" } else { "objects" }, if names.len() == 1 { "s" } else { "" }, names.join(", "))]
-    UnownedObjects {
-        /// The objects' names.
-        names: Vec<String>,
-        /// The store's version in the file.
-        version: u32,
+        /// The objects that belong to nobody (empty when only the store's own differ).
+        unowned: Vec<String>,
     },
     /// The file holds an extension's tables, and this program does not declare it.
     #[error("it holds the tables of the extension `{name}` (version {version:?}), which this program does not declare, so they cannot be checked or migrated")]
@@ -147,6 +143,9 @@ impl Refusal {
             Refusal::Corrupt { .. } => format!(
                 "Restore {p} from a backup, or salvage its rows into a new file with `sqlite3 {p} .recover | sqlite3 {p}.recovered` and open that one; `seed-agents-db check` lists what is damaged. The file was left as it was."
             ),
+            Refusal::StructureMismatch { unowned, .. } if !unowned.is_empty() => {
+                self.extension_advice("The file")
+            }
             Refusal::StructureMismatch { .. } => format!(
                 "Its tables were changed outside the migrations: restore {p} from a backup, or repair the structure listed above. The file was left as it was."
             ),
@@ -158,8 +157,11 @@ impl Refusal {
     /// on both backends (`what` is "The file" or "The database").
     fn extension_advice(&self, what: &str) -> String {
         match self {
-            Refusal::UnownedObjects { .. } => format!(
-                "If your server added them on purpose, declare them as an extension (its own schema.sql and migrations; see the README's \"Your own tables\") and open with OpenOptions::extension; otherwise find out what wrote them. {what} was left as it was."
+            Refusal::StructureMismatch { unowned, .. } => format!(
+                "{} belong{} neither to the store nor to a declared extension. If your server added {them} on purpose, declare {them} as an extension (its own schema.sql and migrations; see the README's \"Your own tables\") and open with OpenOptions::extension; otherwise find out what wrote {them}. {what} was left as it was.",
+                unowned.join(", "),
+                if unowned.len() == 1 { "s" } else { "" },
+                them = if unowned.len() == 1 { "it" } else { "them" },
             ),
             Refusal::UndeclaredExtension { name, .. } => format!(
                 "Open it from the server that declares the extension `{name}` (OpenOptions::extension), or add that declaration to this program. {what} is fine; do not delete it."
@@ -191,6 +193,9 @@ impl Refusal {
             ),
             Refusal::VersionAhead { .. } => {
                 "This binary is older than the database: upgrade the binary. The database is fine.".to_string()
+            }
+            Refusal::StructureMismatch { unowned, .. } if !unowned.is_empty() => {
+                self.extension_advice("The database")
             }
             Refusal::NotADatabase { .. } | Refusal::Corrupt { .. } | Refusal::StructureMismatch { .. } => format!(
                 "Its tables were changed outside the migrations: restore {database} from a backup, or repair the structure listed above. Nothing was changed."

@@ -253,9 +253,10 @@ pub(crate) struct Owner<'a> {
     pub(crate) fingerprint: &'a str,
 }
 
-/// Judges `actual`, a whole database's structure, against its `owners`: every object must
-/// belong to one of them, and each owner's objects must have its structure exactly.
-/// `supported` is this binary's store version, for the refusal.
+/// Judges `actual`, a whole database's structure, against its `owners` (the store first):
+/// every object must belong to one of them, and each owner's objects must have its structure
+/// exactly. An object of nobody is refused as a difference from the store's version, naming
+/// it. `supported` is this binary's store version, for the refusal.
 pub(crate) fn judge(
     actual: &Schema,
     owners: &[Owner<'_>],
@@ -272,13 +273,6 @@ pub(crate) fn judge(
         .filter(|n| !owned.contains(&n.to_ascii_lowercase()))
         .map(str::to_string)
         .collect();
-    if !unowned.is_empty() {
-        let store = owners.iter().find(|o| o.name.is_none());
-        return Err(Refusal::UnownedObjects {
-            names: unowned,
-            version: store.map_or(supported, |o| o.version),
-        });
-    }
     for owner in owners {
         let mine: BTreeSet<String> = owner
             .expected
@@ -286,7 +280,11 @@ pub(crate) fn judge(
             .into_iter()
             .map(str::to_ascii_lowercase)
             .collect();
-        let part = actual.select(|n| mine.contains(&n.to_ascii_lowercase()));
+        // Objects of nobody are judged with the store's, as objects its version does not have.
+        let store = owner.name.is_none();
+        let part = actual.select(|n| {
+            mine.contains(&n.to_ascii_lowercase()) || (store && unowned.iter().any(|u| u == n))
+        });
         if part.fingerprint() == owner.fingerprint {
             continue;
         }
@@ -305,6 +303,7 @@ pub(crate) fn judge(
                 version: owner.version,
                 supported,
                 diff,
+                unowned,
             },
             Some(name) => Refusal::ExtensionStructureMismatch {
                 name: name.to_string(),
