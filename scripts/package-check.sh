@@ -18,9 +18,13 @@ for crate in "$target"/package/seed-agents-*-0.1.0.crate; do
   tar -xzf "$crate" -C "$work/packaged"
 done
 
-# The downstream crate's code, with a manifest that names published versions only; [patch]
-# points those versions at the unpacked packages.
-cp -r downstream/src downstream/tests "$work/app/"
+# The downstream crate's code (its lib, with the `prefs` extension its build script declares),
+# with a manifest that names published versions only; [patch] points those versions at the
+# unpacked packages. Its test of the macros comes along; the others need the repository's
+# test-support crate, which is not published.
+cp -r downstream/src downstream/build.rs downstream/db "$work/app/"
+mkdir "$work/app/tests"
+cp downstream/tests/downstream.rs "$work/app/tests/"
 cat >"$work/app/Cargo.toml" <<TOML
 [package]
 name = "seed-agents-downstream"
@@ -30,6 +34,10 @@ publish = false
 
 [dependencies]
 seed-agents-store = "0.1.0"
+
+[build-dependencies]
+seed-agents-codegen = "0.1.0"
+seed-agents-schema = "0.1.0"
 
 [dev-dependencies]
 rusqlite = { version = "0.43", features = ["bundled"] }
