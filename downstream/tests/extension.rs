@@ -6,7 +6,7 @@ use seed_agents_downstream::db::{self, user_preferences, user_preferences::Theme
 use seed_agents_downstream::{dashboard, open, set_preferences, DashboardLine};
 use seed_agents_store::runs::NewRun;
 use seed_agents_store::schema::runs::{Kind, Origin, Status};
-use seed_agents_store::{Error, ErrorKind, Outcome, Refusal, Store};
+use seed_agents_store::{Db, Error, ErrorKind, Outcome, Refusal, Store};
 use std::path::{Path, PathBuf};
 use support::postgres::TempDb;
 
@@ -162,6 +162,21 @@ fn writing_a_store_table_through_the_extension_write_path_is_refused_and_rolled_
             support::backend::query_strings(location, "SELECT id FROM accounts ORDER BY id");
         assert_eq!(accounts, ["acct"]);
         assert_eq!(prefs(&store, "acct"), None);
+        // Nor may it change the schema, a store table's or its own.
+        let ddl: [fn(&Db) -> seed_agents_store::Result<usize>; 3] = [
+            |tx| seed_agents_store::query!("ALTER TABLE accounts ADD COLUMN z TEXT").execute(tx),
+            |tx| seed_agents_store::query!("DROP INDEX runs_by_parent_tool_call").execute(tx),
+            |tx| {
+                seed_agents_store::query!(
+                    "CREATE INDEX accounts_by_update ON accounts (updated_at)"
+                )
+                .execute(tx)
+            },
+        ];
+        for statement in ddl {
+            let e = store.write_extension(statement).unwrap_err();
+            assert!(matches!(e, Error::StoreTableWrite { .. }), "{e}");
+        }
         // The store's own operations and the extension's write path still work after it.
         store.touch_account("other").unwrap();
         set_preferences(&store, "other", Theme::Dark, 10, T).unwrap();

@@ -6,8 +6,9 @@
 //! to any other table, any change to the schema, and any transaction control (the frame owns
 //! the transaction); every statement prepared before is dropped from the cache on entry, so
 //! none prepared under the store's rights runs under the extension's. On PostgreSQL, which has
-//! no authorizer, the transaction's own row counts per table (`pg_stat_xact_user_tables`) are
-//! compared before and after. Either way a refused write fails the whole operation, and the
+//! no authorizer, the transaction's own row counts per table (`pg_stat_xact_user_tables`, and
+//! `pg_stat_xact_sys_tables` for the catalogs, which DDL and `TRUNCATE` write) are compared
+//! before and after. Either way a refused write fails the whole operation, and the
 //! frame rolls back everything it wrote.
 
 use crate::error::{Error, Result};
@@ -159,7 +160,7 @@ fn refusal(action: &AuthAction<'_>, owned: &BTreeSet<String>) -> Option<String> 
 }
 
 /// `op` on PostgreSQL, refused when the transaction's row counts show a write to a table the
-/// extensions do not own.
+/// extensions do not own, or any change to the catalogs (DDL, `TRUNCATE`).
 #[cfg(feature = "postgres")]
 fn counted<T>(
     db: &Db,
@@ -173,6 +174,9 @@ fn counted<T>(
         .iter()
         .find(|(table, n)| before.get(*table) != Some(*n))
     {
+        Some((table, _)) if table == CATALOGS => Err(Error::StoreTableWrite {
+            what: "changes the schema (PostgreSQL's catalogs), which only migrations do".into(),
+        }),
         Some((table, _)) => Err(Error::StoreTableWrite {
             what: format!("writes to `{table}`, which no registered extension owns"),
         }),
@@ -180,14 +184,22 @@ fn counted<T>(
     }
 }
 
+/// The key under which [`writes`] counts the rows written to PostgreSQL's own catalogs: a name
+/// no table can have.
+#[cfg(feature = "postgres")]
+const CATALOGS: &str = " catalogs";
+
 /// The rows this transaction inserted, updated or deleted so far in each table of the schema
-/// that the extensions do not own.
+/// that the extensions do not own, and in the system catalogs together ([`CATALOGS`]), which
+/// any DDL or `TRUNCATE` writes.
 #[cfg(feature = "postgres")]
 fn writes(db: &Db, owned: &BTreeSet<String>) -> Result<std::collections::BTreeMap<String, i64>> {
     let mut out = std::collections::BTreeMap::new();
     db.each_row_once(
         "SELECT relname::text, (n_tup_ins + n_tup_upd + n_tup_del)::bigint \
-         FROM pg_stat_xact_user_tables WHERE schemaname = current_schema()",
+         FROM pg_stat_xact_user_tables WHERE schemaname = current_schema() \
+         UNION ALL SELECT ' catalogs', coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint \
+         FROM pg_stat_xact_sys_tables",
         &[],
         &mut |row| {
             let table = match row.value(0)? {
