@@ -344,17 +344,15 @@ impl Store {
         }
     }
 
-    /// The group-commit writer of a SQLite store, for the transaction frame and what only
-    /// SQLite has (checkpoints, its pragmas).
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] on another backend.
     /// The extensions registered when the store was opened.
     pub(crate) fn extensions(&self) -> &Extensions {
         &self.shared.extensions
     }
 
     /// The SQLite writer's authorizer ([`crate::extension::write`]).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] on another backend.
     pub(crate) fn write_guard(&self) -> Result<&Arc<Guard>> {
         match &self.shared.engine {
             Engine::Sqlite { guard, .. } => Ok(guard),
@@ -366,6 +364,11 @@ impl Store {
         }
     }
 
+    /// The group-commit writer of a SQLite store, for the transaction frame and what only
+    /// SQLite has (checkpoints, its pragmas).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] on another backend.
     pub(crate) fn sqlite_writer(&self) -> Result<&Writer> {
         match &self.shared.engine {
             Engine::Sqlite { writer, .. } => Ok(writer),
