@@ -150,7 +150,12 @@ fn replay<'a>(
                 ),
             });
         }
-        models.push(all.select(|n| !owned.contains(&n.to_ascii_lowercase())));
+        let mine = all.select(|n| !owned.contains(&n.to_ascii_lowercase()));
+        check_triggers(&conn, &mine, &refused).map_err(|message| Error::Extension {
+            name: name.to_string(),
+            message: format!("{}: {message}", path.display()),
+        })?;
+        models.push(mine);
     }
     conn.authorizer(None::<fn(AuthContext<'_>) -> Authorization>)
         .map_err(|source| Error::Introspect {
@@ -158,6 +163,45 @@ fn replay<'a>(
             source,
         })?;
     Ok((conn, models))
+}
+
+/// Refuses a trigger of the extension whose body touches a store object. SQLite authorizes a
+/// trigger's body only when a statement that fires it is prepared, so one of each kind is
+/// prepared on every table with a trigger (prepared, never run: nothing is written).
+fn check_triggers(
+    conn: &Connection,
+    mine: &Schema,
+    refused: &Mutex<Option<String>>,
+) -> std::result::Result<(), String> {
+    for (trigger, object) in &mine.triggers {
+        let Some(table) = mine.tables.get(&object.table) else {
+            continue;
+        };
+        let quoted = |name: &str| format!("\"{}\"", name.replace('"', "\"\""));
+        let every_column = table
+            .columns
+            .keys()
+            .map(|c| format!("{0} = {0}", quoted(c)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let t = quoted(&table.name);
+        for firing in [
+            format!("INSERT INTO {t} DEFAULT VALUES"),
+            format!("UPDATE {t} SET {every_column}"),
+            format!("DELETE FROM {t}"),
+        ] {
+            if conn.prepare(&firing).is_err() {
+                if let Some(what) = take(refused) {
+                    return Err(format!(
+                        "the trigger `{trigger}` on `{}` {}",
+                        table.name,
+                        what.trim_start_matches("it ")
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn take(cell: &Mutex<Option<String>>) -> Option<String> {

@@ -117,6 +117,11 @@ fn an_extension_that_touches_a_store_object_is_refused_naming_it() {
             "CREATE TRIGGER t AFTER INSERT ON runs BEGIN SELECT 1; END;\n",
             "adds a trigger to the store's `runs`",
         ),
+        (
+            "CREATE TRIGGER audit_prefs AFTER UPDATE OF theme ON user_preferences \
+             BEGIN DELETE FROM sessions WHERE account_id = new.account_id; END;\n",
+            "the trigger `audit_prefs` on `user_preferences` deletes from the store's `sessions`",
+        ),
     ] {
         let dir = extension_dir(
             SCHEMA,
