@@ -17,7 +17,7 @@
 pub(crate) mod write;
 
 use crate::error::{Error, Refusal, Result};
-use crate::values::version::{parse_version, EmbeddedMigration, VERSION_KEY};
+use crate::values::version::{self, parse_version, EmbeddedMigration, VERSION_KEY};
 use seed_agents_model::{diff, Schema};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -81,13 +81,9 @@ impl Extension {
             .expect("the build embeds every version's model as canonical JSON")
     }
 
-    /// The names of its objects at its newest version.
+    /// The names of its objects at its newest version, lower-case.
     fn names(&self) -> BTreeSet<String> {
-        self.model(self.version)
-            .names()
-            .into_iter()
-            .map(str::to_ascii_lowercase)
-            .collect()
+        lower_names(&self.model(self.version))
     }
 }
 
@@ -122,11 +118,11 @@ impl Extensions {
     /// [`Error::ExtensionDeclaration`] when two share a name or an object, or one owns an
     /// object of the store's.
     pub(crate) fn new(list: Vec<Extension>) -> Result<Extensions> {
-        let store: BTreeSet<String> = store_model(crate::schema::SCHEMA_VERSION)
-            .names()
-            .into_iter()
-            .map(str::to_ascii_lowercase)
-            .collect();
+        // Most stores register none: their open reads no model.
+        if list.is_empty() {
+            return Ok(Extensions::default());
+        }
+        let store = lower_names(&version::model(crate::schema::SCHEMA_VERSION));
         let mut owned = BTreeSet::new();
         let mut names = BTreeSet::new();
         let declared = |name: &str, detail: String| Error::ExtensionDeclaration {
@@ -238,10 +234,13 @@ pub(crate) fn pending(extensions: &Extensions, versions: &[Option<u32>]) -> Opti
         })
 }
 
-/// The store's structure at `version`.
-pub(crate) fn store_model(version: u32) -> Schema {
-    Schema::from_canonical_json(crate::schema::MODELS[version as usize])
-        .expect("the build embeds every version's model as canonical JSON")
+/// The names of `schema`'s objects, lower-case: SQLite compares names without case.
+fn lower_names(schema: &Schema) -> BTreeSet<String> {
+    schema
+        .names()
+        .into_iter()
+        .map(str::to_ascii_lowercase)
+        .collect()
 }
 
 /// One owner of objects in a database: the store (`name` `None`) or an extension, with the
@@ -264,8 +263,7 @@ pub(crate) fn judge(
 ) -> std::result::Result<(), Refusal> {
     let owned: BTreeSet<String> = owners
         .iter()
-        .flat_map(|o| o.expected.names())
-        .map(str::to_ascii_lowercase)
+        .flat_map(|o| lower_names(&o.expected))
         .collect();
     let unowned: Vec<String> = actual
         .names()
@@ -274,12 +272,7 @@ pub(crate) fn judge(
         .map(str::to_string)
         .collect();
     for owner in owners {
-        let mine: BTreeSet<String> = owner
-            .expected
-            .names()
-            .into_iter()
-            .map(str::to_ascii_lowercase)
-            .collect();
+        let mine = lower_names(&owner.expected);
         // Objects of nobody are judged with the store's, as objects its version does not have.
         let store = owner.name.is_none();
         let part = actual.select(|n| {

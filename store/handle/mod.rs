@@ -354,14 +354,7 @@ impl Store {
     /// # Errors
     /// [`Error::Unsupported`] on another backend.
     pub(crate) fn write_guard(&self) -> Result<&Arc<Guard>> {
-        match &self.shared.engine {
-            Engine::Sqlite { guard, .. } => Ok(guard),
-            #[cfg(feature = "postgres")]
-            Engine::Postgres(_) => Err(crate::Error::Unsupported {
-                what: "SQLite's writer",
-                backend: "PostgreSQL",
-            }),
-        }
+        self.sqlite_engine().map(|(_, guard)| guard)
     }
 
     /// The group-commit writer of a SQLite store, for the transaction frame and what only
@@ -370,8 +363,13 @@ impl Store {
     /// # Errors
     /// [`Error::Unsupported`] on another backend.
     pub(crate) fn sqlite_writer(&self) -> Result<&Writer> {
+        self.sqlite_engine().map(|(writer, _)| writer)
+    }
+
+    /// The SQLite writer and its authorizer, or the error for asking on another backend.
+    fn sqlite_engine(&self) -> Result<(&Writer, &Arc<Guard>)> {
         match &self.shared.engine {
-            Engine::Sqlite { writer, .. } => Ok(writer),
+            Engine::Sqlite { writer, guard, .. } => Ok((writer, guard)),
             #[cfg(feature = "postgres")]
             Engine::Postgres(_) => Err(crate::Error::Unsupported {
                 what: "SQLite's writer",

@@ -133,8 +133,7 @@ fn copy_current(from: &Path, to: &str, source_version: u32) -> Result<CopyReport
     })?;
     let mut target = Database::connect(to)?;
     let name = target.name.clone();
-    let model = Schema::from_canonical_json(schema::MODELS[schema::SCHEMA_VERSION as usize])
-        .expect("the build embeds every version's model as canonical JSON");
+    let model = crate::values::version::model(schema::SCHEMA_VERSION);
     let mut tx = target.client.transaction().map_err(|e| fail(&name, e))?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
         .map_err(|e| fail(&name, e))?;

@@ -101,19 +101,6 @@ pub(super) fn judge(
     if !has_config {
         return Err(refused(Refusal::NoServerConfig { supported }));
     }
-    let mut read = |key: &str| -> Result<Option<String>> {
-        let row = client
-            .query_opt("SELECT value FROM server_config WHERE key = $1", &[&key])
-            .map_err(|e| fail(name, e))?;
-        Ok(row.map(|r| String::from_utf8_lossy(r.get::<_, &[u8]>(0)).into_owned()))
-    };
-    let version = crate::values::version::claimed(&mut read)?.map_err(refused)?;
-    if version < schema::POSTGRES_BASELINE {
-        return Err(refused(Refusal::BeforePostgres {
-            found: version,
-            baseline: schema::POSTGRES_BASELINE,
-        }));
-    }
     let stored: Vec<String> = client
         .query(
             "SELECT key FROM server_config WHERE substr(key, 1, 10) = 'extension:'",
@@ -129,6 +116,13 @@ pub(super) fn judge(
             .map_err(|e| fail(name, e))?;
         Ok(row.map(|r| String::from_utf8_lossy(r.get::<_, &[u8]>(0)).into_owned()))
     };
+    let version = crate::values::version::claimed(&mut read)?.map_err(refused)?;
+    if version < schema::POSTGRES_BASELINE {
+        return Err(refused(Refusal::BeforePostgres {
+            found: version,
+            baseline: schema::POSTGRES_BASELINE,
+        }));
+    }
     let versions = extensions.claimed(&stored, &mut read)?.map_err(refused)?;
     let actual = dialect::introspect(client).map_err(|e| fail(name, e))?;
     let mut owners = vec![Owner {
@@ -158,9 +152,7 @@ pub(super) fn judge(
 
 /// The portable structure a PostgreSQL database at `version` has.
 pub(super) fn expected(version: u32) -> Schema {
-    let model = Schema::from_canonical_json(schema::MODELS[version as usize])
-        .expect("the build embeds every version's model as canonical JSON");
-    dialect::portable(&model)
+    dialect::portable(&crate::values::version::model(version))
 }
 
 /// The fingerprint of [`expected`], as the build computed it.

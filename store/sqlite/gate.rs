@@ -176,7 +176,7 @@ pub(crate) fn verify_with(
     let mut owners = vec![Owner {
         name: None,
         version,
-        expected: extension::store_model(version),
+        expected: version::model(version),
         fingerprint: schema::FINGERPRINTS[version as usize],
     }];
     for (ext, v) in extensions.iter().zip(versions) {
@@ -270,9 +270,7 @@ pub fn quick_check(conn: &Connection, path: &Path) -> Result<()> {
 
 /// The differences between `actual` and the structure of `version`, rendered for a person.
 pub fn structure_diff(actual: &Schema, version: u32) -> String {
-    let expected = Schema::from_canonical_json(schema::MODELS[version as usize])
-        .expect("MODELS holds the canonical JSON codegen wrote at build time");
-    let diffs = diff::diff(&expected, actual);
+    let diffs = diff::diff(&version::model(version), actual);
     diff::render(
         &diffs,
         &format!("version {version}"),

@@ -109,14 +109,12 @@ pub(crate) fn upgrade(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Outcome> {
     let latest = schema::SCHEMA_VERSION;
-    let current = |found: &Found| {
-        found.store == State::At(latest)
-            && extensions
-                .iter()
-                .zip(&found.extensions)
-                .all(|(ext, v)| *v == Some(ext.version))
-    };
-    if current(&found) {
+    let current = found.store == State::At(latest)
+        && extensions
+            .iter()
+            .zip(&found.extensions)
+            .all(|(ext, v)| *v == Some(ext.version));
+    if current {
         return Ok(Outcome::Current { version: latest });
     }
     if found.store == State::Fresh {

@@ -7,6 +7,7 @@
 
 use crate::error::{Refusal, Result};
 use crate::schema;
+use seed_agents_model::Schema;
 
 /// The `server_config` key holding the schema version as TEXT digits.
 pub const VERSION_KEY: &str = "schema_migration_version";
@@ -39,6 +40,12 @@ pub(crate) fn claimed(
         }));
     }
     Ok(Ok(version))
+}
+
+/// The store's structure at `version`, from the canonical JSON the build embedded.
+pub(crate) fn model(version: u32) -> Schema {
+    Schema::from_canonical_json(schema::MODELS[version as usize])
+        .expect("the build embeds every version's model as canonical JSON")
 }
 
 /// Strict: ASCII digits only, no sign, no spaces.
