@@ -8,60 +8,12 @@ use seed_agents_store::runs::NewRun;
 use seed_agents_store::schema::runs::{Kind, Origin, Status};
 use seed_agents_store::{Db, Error, ErrorKind, Outcome, Refusal, Store};
 use std::path::{Path, PathBuf};
-use support::postgres::TempDb;
+
+mod common;
+use common::{on_both, previous_releases, set_key};
 
 const T: i64 = 1_764_000_000_000;
 const KEY: &str = "extension:prefs:schema_migration_version";
-
-/// Runs `test` on a fresh SQLite file, then on a fresh PostgreSQL database when there is a
-/// server.
-fn on_both(name: &str, test: impl Fn(&Path)) {
-    let dir = tempfile::tempdir().unwrap();
-    test(&dir.path().join("agents.sqlite"));
-    if let Some(db) = TempDb::new(name) {
-        test(Path::new(&db.url));
-    }
-}
-
-fn is_postgres(location: &Path) -> bool {
-    location.to_str().is_some_and(|l| l.starts_with("postgres"))
-}
-
-/// Sets `key` in `server_config` as another program would.
-fn set_key(location: &Path, key: &str, value: &str) {
-    if is_postgres(location) {
-        let mut client = support::backend::connect(location.to_str().unwrap());
-        client
-            .execute(
-                "INSERT INTO server_config (key, value) VALUES ($1, $2) \
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                &[&key, &value.as_bytes()],
-            )
-            .unwrap();
-    } else {
-        support::backend::exec(
-            location,
-            "INSERT OR REPLACE INTO server_config (key, value) VALUES (?1, CAST(?2 AS TEXT))",
-            &[&key, &value],
-        );
-    }
-}
-
-fn key(location: &Path) -> String {
-    if is_postgres(location) {
-        let mut client = support::backend::connect(location.to_str().unwrap());
-        let row = client
-            .query_one("SELECT value FROM server_config WHERE key = $1", &[&KEY])
-            .unwrap();
-        String::from_utf8(row.get::<_, Vec<u8>>(0)).unwrap()
-    } else {
-        support::backend::query_strings(
-            location,
-            &format!("SELECT CAST(value AS TEXT) FROM server_config WHERE key = '{KEY}'"),
-        )
-        .remove(0)
-    }
-}
 
 /// The refusal of `e`, on either backend.
 fn refusal(e: &Error) -> &Refusal {
@@ -101,7 +53,7 @@ fn the_extension_is_installed_written_joined_and_kept_across_a_restart() {
                 version: seed_agents_store::schema::SCHEMA_VERSION
             }
         );
-        assert_eq!(key(location), db::SCHEMA_VERSION.to_string());
+        assert_eq!(common::key(location, KEY), db::SCHEMA_VERSION.to_string());
         let first = run(&store, "acct", "a");
         let second = run(&store, "acct", "b");
         let line = |id: &str, theme| DashboardLine {
@@ -283,39 +235,20 @@ fn a_table_of_nobody_and_a_changed_extension_table_are_refused() {
     });
 }
 
-/// The store at version 35 and the extension at its genesis, written as the previous release of
-/// each would have: the store's migrations and the extension's, by hand.
-fn previous_releases(location: &Path) {
-    let before = seed_agents_store::schema::SCHEMA_VERSION - 1;
-    if is_postgres(location) {
-        let mut client = support::backend::connect(location.to_str().unwrap());
-        for step in seed_agents_store::schema::POSTGRES_MIGRATIONS
-            .iter()
-            .filter(|m| m.version <= before)
-        {
-            client.batch_execute(step.sql).unwrap();
-        }
-        client
-            .batch_execute(db::POSTGRES_MIGRATIONS[0].sql)
-            .unwrap();
-        drop(client);
-        set_key(location, "schema_migration_version", &before.to_string());
-    } else {
-        let conn = support::old_versions::build_at(location, before);
-        conn.execute_batch(db::MIGRATIONS[0].sql).unwrap();
-    }
-    set_key(location, KEY, "0");
-    support::backend::exec(
-        location,
-        "INSERT INTO user_preferences (account_id, theme, updated_at) VALUES ('acct', 'dark', ?1)",
-        &[&T],
-    );
-}
-
 #[test]
 fn a_store_release_with_a_new_migration_opens_a_file_with_the_extension_intact() {
     on_both("ext_upgrade", |location| {
-        previous_releases(location);
+        previous_releases(
+            location,
+            "prefs",
+            db::MIGRATIONS[0].sql,
+            db::POSTGRES_MIGRATIONS[0].sql,
+        );
+        support::backend::exec(
+            location,
+            "INSERT INTO user_preferences (account_id, theme, updated_at) VALUES ('acct', 'dark', ?1)",
+            &[&T],
+        );
         let latest = seed_agents_store::schema::SCHEMA_VERSION;
         let store = open(location).unwrap();
         assert_eq!(
@@ -325,7 +258,7 @@ fn a_store_release_with_a_new_migration_opens_a_file_with_the_extension_intact()
                 to: latest
             }
         );
-        assert_eq!(key(location), db::SCHEMA_VERSION.to_string());
+        assert_eq!(common::key(location, KEY), db::SCHEMA_VERSION.to_string());
         let row = prefs(&store, "acct").expect("the extension's row survived both migrations");
         assert_eq!((row.theme, row.page_size), (Theme::Dark, 50));
         drop(store);

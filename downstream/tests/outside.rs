@@ -1,9 +1,14 @@
 //! A server crate outside the workspace (`tests/outside/`, copied out and built by cargo as a
 //! user's crate is): its own table with a migration, declared in its `build.rs`, its checked
 //! `query!` over that table and a store table, its file opened again after a restart (a second
-//! process), on SQLite and (when a server is configured) PostgreSQL; and a `schema.sql` that
-//! drifts from its migrations fails its build naming the column.
+//! process), a store write through its write path refused, and a file of the previous store
+//! and extension releases migrated with its rows, on SQLite and (when a server is configured)
+//! PostgreSQL; and a `schema.sql` that drifts from its migrations fails its build naming the
+//! column.
 
+mod common;
+
+use common::{on_both, previous_releases};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -99,12 +104,8 @@ fn a_crate_outside_the_workspace_builds_opens_and_fails_on_drift() {
     );
     let binary = target.join("debug/outside-server");
 
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("agents.sqlite");
-    let server = support::postgres::TempDb::new("outside_crate");
-    let mut locations = vec![file.display().to_string()];
-    locations.extend(server.as_ref().map(|db| db.url.clone()));
-    for location in &locations {
+    on_both("outside_crate", |location| {
+        let location = location.to_str().unwrap();
         run(&binary, &[location, "add", "acct", "h1", "laptop"]);
         // A second process: the file (or database) opens again with its table intact.
         assert_eq!(run(&binary, &[location, "list", "acct"]), "h1 laptop\n");
@@ -113,7 +114,40 @@ fn a_crate_outside_the_workspace_builds_opens_and_fails_on_drift() {
             run(&binary, &[location, "list", "acct"]),
             "h0 phone\nh1 laptop\n"
         );
-    }
+        assert_eq!(run(&binary, &[location, "sneak"]), "invalid\n");
+        assert_eq!(
+            run(&binary, &[location, "list", "acct"]),
+            "h0 phone\nh1 laptop\n",
+            "the refused write left the store's accounts as they were"
+        );
+    });
+
+    // The store one version back and the extension at its genesis, with a token: the newest
+    // store release (which adds a migration) and the extension's next release open it.
+    let extension =
+        seed_agents_codegen::extension::load("tokens", krate.join("db"), seed_agents_schema::DIR)
+            .unwrap();
+    let postgres = seed_agents_codegen::postgres::plan(&extension).unwrap();
+    on_both("outside_upgrade", |location| {
+        previous_releases(
+            location,
+            "tokens",
+            &extension.migrations[0].sql,
+            &postgres.steps[0].script(),
+        );
+        for sql in [
+            "INSERT INTO accounts (id, created_at, updated_at) VALUES ('acct', 1, 1)",
+            "INSERT INTO api_tokens (hash, account_id) VALUES ('h9', 'acct')",
+        ] {
+            support::backend::exec(location, sql, &[]);
+        }
+        let at = location.to_str().unwrap();
+        assert_eq!(run(&binary, &[at, "list", "acct"]), "h9 \n");
+        let key = seed_agents_store::extension_version_key("tokens");
+        assert_eq!(common::key(location, &key), "1");
+        run(&binary, &[at, "add", "acct", "h8", "tablet"]);
+        assert_eq!(run(&binary, &[at, "list", "acct"]), "h8 tablet\nh9 \n");
+    });
 
     let schema = krate.join("db/schema.sql");
     let text = fs::read_to_string(&schema).unwrap();

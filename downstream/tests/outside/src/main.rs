@@ -1,4 +1,6 @@
-//! `outside-server LOCATION add ACCOUNT HASH LABEL` or `outside-server LOCATION list ACCOUNT`.
+//! `outside-server LOCATION add ACCOUNT HASH LABEL`, `outside-server LOCATION list ACCOUNT`, or
+//! `outside-server LOCATION sneak`, which tries to empty a store table through the extension's
+//! write path and prints the error's kind.
 
 mod db {
     #![allow(missing_docs, dead_code, clippy::all)]
@@ -34,6 +36,15 @@ fn main() -> Result<(), seed_agents_store::Error> {
             for row in rows {
                 println!("{} {}", row.hash, row.label.unwrap_or_default());
             }
+        }
+        "sneak" => {
+            let refused = store
+                .write_extension(|tx| {
+                    seed_agents_store::query!("DELETE FROM accounts").execute(tx)?;
+                    Ok(())
+                })
+                .expect_err("a store table written through the extension's write path");
+            println!("{}", refused.kind().as_str());
         }
         other => panic!("unknown command {other}"),
     }
